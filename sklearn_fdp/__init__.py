@@ -1,0 +1,18 @@
+"""sklearn_fdp: scikit-learn estimators trained with (feature) differential privacy."""
+
+from . import accounting, exceptions
+from .exceptions import BudgetExceededError, FdpWarning, PrivacyLeakWarning
+from .linear import DPSGDClassifier
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BudgetExceededError",
+    "DPSGDClassifier",
+    "FdpWarning",
+    "PrivacyLeakWarning",
+    "__version__",
+    "accounting",
+    "datasets",
+    "exceptions",
+]

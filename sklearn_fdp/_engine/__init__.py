@@ -1,0 +1,18 @@
+"""The DP optimisation engine: samplers, gradient oracles and the one loop."""
+
+from ._linear import LOSSES, LinearGradientOracle, LinearLoss, squared_row_norms
+from ._loop import LR_SCHEDULES, EngineConfig, EngineResult, run_dp_sgd
+from ._samplers import PoissonSampler, UniformSampler
+
+__all__ = [
+    "LOSSES",
+    "LR_SCHEDULES",
+    "EngineConfig",
+    "EngineResult",
+    "LinearGradientOracle",
+    "LinearLoss",
+    "PoissonSampler",
+    "UniformSampler",
+    "run_dp_sgd",
+    "squared_row_norms",
+]

@@ -1,0 +1,176 @@
+"""The one DP optimisation loop of sklearn_fdp.
+
+Every private linear algorithm of the package is a choice of
+
+* a *private* oracle: the clipped sum of per-example gradients of a Poisson
+  batch (the only place private data enters, with bounded sensitivity),
+* an optional *public* oracle: a gradient that depends on public data only
+  and is drawn with its own random stream (FDP Algorithm 1),
+* an accounting event, computed by :mod:`sklearn_fdp.accounting`,
+
+handed to :func:`run_dp_sgd`. The loop adds Gaussian noise of standard
+deviation ``noise_multiplier * max_grad_norm`` to every private sum,
+divides by the *expected* batch size ``q * n`` (never the realised one, which
+would leak the batch's cardinality), mixes in the public gradient, and takes a
+(momentum) step. Everything after the noisy sum is post-processing.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._samplers import PoissonSampler
+
+LR_SCHEDULES = ("constant", "cosine", "linear")
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Hyperparameters of one DP-SGD run (all data-independent).
+
+    Attributes
+    ----------
+    steps : int
+        Number of noisy steps ``T``.
+    sampling_rate : float
+        Poisson sampling rate ``q``.
+    noise_multiplier : float
+        σ; the noise added to each clipped sum has std ``σ * max_grad_norm``.
+        0 disables noise (non-private runs only; never used by a private fit).
+    max_grad_norm : float
+        Clip norm ``C`` of each per-example (private) gradient.
+    learning_rate : float
+        Base step size.
+    lr_schedule : {"constant", "cosine", "linear"}
+        Decay of the step size over the ``steps``.
+    momentum : float
+        Heavy-ball momentum in [0, 1).
+    alpha : float
+        Weight of the private gradient when a public gradient is mixed in
+        (``g = g_pub + alpha * g_priv``); 1 for plain DP-SGD.
+    l2_regularization : float
+        Weight decay ``λ θ`` added to every step (data-independent).
+    max_weight_norm : float or None
+        Radius of the L2 ball the iterate is projected onto after each step.
+    average_start : int or None
+        Step from which iterates are averaged uniformly (Polyak averaging of
+        the tail). ``None`` returns the last iterate.
+    """
+
+    steps: int
+    sampling_rate: float
+    noise_multiplier: float
+    max_grad_norm: float
+    learning_rate: float
+    lr_schedule: str = "constant"
+    momentum: float = 0.0
+    alpha: float = 1.0
+    l2_regularization: float = 0.0
+    max_weight_norm: float | None = None
+    average_start: int | None = None
+
+    def step_size(self, t):
+        """Learning rate at step ``t`` (0-based)."""
+        if self.lr_schedule == "constant" or self.steps <= 1:
+            return self.learning_rate
+        frac = t / self.steps
+        if self.lr_schedule == "cosine":
+            return self.learning_rate * 0.5 * (1.0 + np.cos(np.pi * frac))
+        if self.lr_schedule == "linear":
+            return self.learning_rate * (1.0 - frac)
+        raise ValueError(f"Unknown lr_schedule {self.lr_schedule!r}; use one of {LR_SCHEDULES}.")
+
+
+@dataclass
+class EngineResult:
+    """What :func:`run_dp_sgd` returns: the released parameters."""
+
+    theta: np.ndarray
+    steps: int
+
+
+def run_dp_sgd(
+    theta0,
+    private_oracle,
+    n_samples,
+    config,
+    *,
+    sample_rng,
+    noise_rng,
+    public_oracle=None,
+    noise_mask=None,
+    callback=None,
+):
+    """Run noisy (momentum) SGD and return the final (or averaged) iterate.
+
+    Parameters
+    ----------
+    theta0 : ndarray
+        Starting point; copied, never modified.
+    private_oracle : callable ``(indices, theta) -> ndarray``
+        Sum over the batch ``indices`` of the per-example gradients, each
+        clipped to L2 norm ``config.max_grad_norm``. Same shape as ``theta``.
+        An empty batch must return zeros.
+    n_samples : int
+        Number of private records ``n`` (public).
+    config : EngineConfig
+    sample_rng, noise_rng : numpy.random.Generator
+        Independent generators for the Poisson batches and the Gaussian noise.
+    public_oracle : callable ``(theta) -> ndarray``, optional
+        Public gradient (already averaged); draws its batches from its own
+        generator.
+    noise_mask : ndarray of bool, optional
+        Entries of ``theta`` that the private gradient can touch; noise is
+        added only there (e.g. no noise on an absent intercept). The private
+        oracle must return exact zeros elsewhere.
+    callback : callable ``(t, theta) -> None``, optional
+        Called after every step with the current iterate (a view: copy it to
+        keep it). Sees only released quantities.
+
+    Returns
+    -------
+    result : EngineResult
+    """
+    cfg = config
+    theta = np.array(theta0, dtype=theta0.dtype, copy=True)
+    velocity = np.zeros_like(theta)
+    sampler = PoissonSampler(n_samples, cfg.sampling_rate, sample_rng)
+    noise_std = cfg.noise_multiplier * cfg.max_grad_norm
+    normaliser = cfg.sampling_rate * n_samples  # expected batch size: public
+    average = None
+    n_averaged = 0
+
+    for t in range(cfg.steps):
+        idx = sampler.sample()
+        grad = private_oracle(idx, theta)
+        if noise_std > 0:
+            noise = noise_rng.standard_normal(theta.shape).astype(theta.dtype, copy=False)
+            noise *= noise_std
+            if noise_mask is not None:
+                noise *= noise_mask
+            grad += noise
+        grad /= normaliser
+        if public_oracle is not None:
+            grad *= cfg.alpha
+            grad += public_oracle(theta)
+        if cfg.l2_regularization:
+            grad += cfg.l2_regularization * theta
+        if cfg.momentum:
+            velocity *= cfg.momentum
+            velocity += grad
+            grad = velocity
+        theta -= cfg.step_size(t) * grad
+        if cfg.max_weight_norm is not None:
+            norm = np.linalg.norm(theta)
+            if norm > cfg.max_weight_norm:
+                theta *= cfg.max_weight_norm / norm
+        if cfg.average_start is not None and t >= cfg.average_start:
+            n_averaged += 1
+            if average is None:
+                average = theta.copy()
+            else:
+                average += (theta - average) / n_averaged
+        if callback is not None:
+            callback(t, theta)
+
+    return EngineResult(theta=theta if average is None else average, steps=cfg.steps)

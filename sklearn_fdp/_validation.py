@@ -1,0 +1,34 @@
+"""Shared parameter constraints and the shim for scikit-learn's private helpers.
+
+Private scikit-learn helpers are imported here and only here, so that a
+change in scikit-learn breaks one file.
+"""
+
+import warnings
+from numbers import Integral, Real
+
+from sklearn.base import _fit_context  # noqa: F401  (re-exported shim)
+from sklearn.utils._param_validation import Interval, StrOptions  # noqa: F401
+
+from .accounting import ACCOUNTANTS, NEIGHBORING_RELATIONS
+from .exceptions import PrivacyLeakWarning
+
+EPSILON_CONSTRAINT = [Interval(Real, 0, None, closed="neither")]
+DELTA_CONSTRAINT = [Interval(Real, 0, 1, closed="left")]
+POSITIVE_REAL = [Interval(Real, 0, None, closed="neither")]
+POSITIVE_INT = [Interval(Integral, 1, None, closed="left")]
+ACCOUNTANT_CONSTRAINT = [StrOptions(set(ACCOUNTANTS))]
+NEIGHBORING_CONSTRAINT = [StrOptions(set(NEIGHBORING_RELATIONS))]
+
+
+def check_delta_vs_n(delta, n_samples, estimator_name, stacklevel=3):
+    """Warn when δ ≥ 1/n: such a δ allows publishing a random record outright."""
+    if n_samples > 0 and delta >= 1.0 / n_samples:
+        warnings.warn(
+            f"delta={delta!r} of {estimator_name} is >= 1/n_samples = "
+            f"{1.0 / n_samples:.3g}: a mechanism that publishes one record at "
+            "random meets this delta. Use delta well below 1/n_samples "
+            f"(e.g. {min(1e-5, 0.1 / n_samples):.1g}).",
+            PrivacyLeakWarning,
+            stacklevel=stacklevel,
+        )

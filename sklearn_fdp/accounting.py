@@ -1,0 +1,400 @@
+"""Privacy accounting: the only module of sklearn_fdp that imports dp-accounting.
+
+Every mechanism a fit uses is described by a :class:`dp_accounting.DpEvent`;
+its (ε, δ) is computed by one of dp-accounting's accountants (Rényi DP or
+privacy-loss distributions). Noise scales are calibrated here and nowhere
+else, so the ε an estimator reports is the one its noise was drawn for.
+
+Conventions
+-----------
+* ``noise_multiplier`` is the ratio of the Gaussian noise's standard
+  deviation to the L2 sensitivity under add/remove (the clip norm ``C`` for a
+  clipped sum). Under ``neighboring="replace"`` the sensitivity of a clipped
+  sum is ``2C`` while the noise is still ``noise_multiplier * C``.
+* ``sampling_rate`` is the Poisson inclusion probability ``q = batch_size / n``.
+  The number of records ``n`` is treated as public.
+* ``accountant="pld"`` gives the tightest ε (privacy-loss distributions,
+  pessimistic discretisation); ``"rdp"`` is faster and is the only one that
+  handles :class:`~dp_accounting.RepeatAndSelectDpEvent`.
+
+dp-accounting pitfalls handled here (release 0.6.0):
+
+* ``calibrate_dp_mechanism``'s default bracket evaluates σ = 0; we build an
+  explicit bracket whose lower end is positive.
+* The RDP accountant under ``REPLACE_ONE`` treats a ``GaussianDpEvent`` as if
+  its sensitivity were ``C`` (dp-accounting issue #378); we instead account a
+  replace-one Gaussian release as an add/remove Gaussian with half the noise
+  multiplier, which is exact. The RDP accountant rejects Poisson sampling
+  under ``REPLACE_ONE``; use ``accountant="pld"`` there (the PLD accountant
+  models the replace-one subsampled Gaussian exactly, sensitivity ``2C``).
+"""
+
+import contextlib
+import logging
+import math
+from numbers import Integral, Real
+
+import dp_accounting
+from dp_accounting import mechanism_calibration
+from dp_accounting.pld import pld_privacy_accountant
+from dp_accounting.rdp import rdp_privacy_accountant
+
+__all__ = [
+    "ACCOUNTANTS",
+    "NEIGHBORING_RELATIONS",
+    "DpEvent",
+    "dpsgd_event",
+    "gaussian_event",
+    "compose_events",
+    "epsilon_of_event",
+    "compute_epsilon",
+    "calibrate_noise_multiplier",
+    "gaussian_noise_multiplier",
+    "gaussian_epsilon",
+]
+
+ACCOUNTANTS = ("rdp", "pld")
+NEIGHBORING_RELATIONS = ("add_remove", "replace")
+
+DpEvent = dp_accounting.DpEvent
+
+_RELATION = {
+    "add_remove": dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE,
+    "replace": dp_accounting.NeighboringRelation.REPLACE_ONE,
+}
+
+# Smallest and largest noise multipliers the calibration will consider. Below
+# the floor the RDP orders overflow; above the ceiling a model is pure noise.
+_SIGMA_FLOOR = 1e-3
+_SIGMA_CEILING = 1e6
+
+
+def _check_choice(name, value, choices):
+    if value not in choices:
+        raise ValueError(
+            f"`{name}` must be one of {choices}, got {value!r}."
+        )
+
+
+def _check_positive(name, value, *, allow_zero=False):
+    if not isinstance(value, Real) or isinstance(value, bool) or math.isnan(value):
+        raise TypeError(f"`{name}` must be a real number, got {value!r}.")
+    if value < 0 or (value == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"`{name}` must be {bound}, got {value!r}.")
+
+
+def _check_delta(delta):
+    _check_positive("delta", delta, allow_zero=True)
+    if not delta < 1:
+        raise ValueError(
+            f"`delta` must be in [0, 1), got {delta!r}. Use a value well below "
+            "1 / n_samples, e.g. 1e-5."
+        )
+
+
+def dpsgd_event(noise_multiplier, sampling_rate, steps):
+    """DpEvent of ``steps`` Poisson-subsampled Gaussian steps (DP-SGD).
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        Noise standard deviation divided by the clip norm. Must be > 0.
+    sampling_rate : float
+        Poisson inclusion probability of each record, in (0, 1].
+    steps : int
+        Number of noisy steps, >= 0.
+
+    Returns
+    -------
+    event : dp_accounting.DpEvent
+        ``SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(σ)), T)``.
+    """
+    _check_positive("noise_multiplier", noise_multiplier)
+    _check_positive("sampling_rate", sampling_rate)
+    if sampling_rate > 1:
+        raise ValueError(f"`sampling_rate` must be in (0, 1], got {sampling_rate!r}.")
+    if not isinstance(steps, Integral) or steps < 0:
+        raise ValueError(f"`steps` must be a non-negative integer, got {steps!r}.")
+    step = dp_accounting.GaussianDpEvent(float(noise_multiplier))
+    if sampling_rate < 1:
+        step = dp_accounting.PoissonSampledDpEvent(float(sampling_rate), step)
+    return dp_accounting.SelfComposedDpEvent(step, int(steps))
+
+
+def gaussian_event(noise_multiplier):
+    """DpEvent of one Gaussian release with the given noise multiplier.
+
+    ``noise_multiplier`` is the noise standard deviation divided by the
+    add/remove L2 sensitivity of the released quantity.
+    """
+    _check_positive("noise_multiplier", noise_multiplier)
+    return dp_accounting.GaussianDpEvent(float(noise_multiplier))
+
+
+def compose_events(*events):
+    """Compose several DpEvents into one, to be accounted together."""
+    events = [e for e in events if not isinstance(e, dp_accounting.NoOpDpEvent)]
+    if len(events) == 1:
+        return events[0]
+    return dp_accounting.ComposedDpEvent(list(events))
+
+
+def _make_accountant(accountant, neighboring):
+    _check_choice("accountant", accountant, ACCOUNTANTS)
+    _check_choice("neighboring", neighboring, NEIGHBORING_RELATIONS)
+    if accountant == "pld":
+        return pld_privacy_accountant.PLDAccountant(_RELATION[neighboring])
+    # See the module docstring: RDP is always run under add/remove, with the
+    # replace-one Gaussian rewritten exactly as an add/remove one.
+    return rdp_privacy_accountant.RdpAccountant()
+
+
+def _rdp_replace_one(event):
+    """Rewrite ``event`` so that RDP under add/remove accounts it under replace-one."""
+    if isinstance(event, dp_accounting.GaussianDpEvent):
+        # Sensitivity 2C with noise σC is the add/remove Gaussian with σ/2.
+        return dp_accounting.GaussianDpEvent(event.noise_multiplier / 2)
+    if isinstance(event, dp_accounting.SelfComposedDpEvent):
+        return dp_accounting.SelfComposedDpEvent(_rdp_replace_one(event.event), event.count)
+    if isinstance(event, dp_accounting.ComposedDpEvent):
+        return dp_accounting.ComposedDpEvent([_rdp_replace_one(e) for e in event.events])
+    if isinstance(event, (dp_accounting.NoOpDpEvent, dp_accounting.NonPrivateDpEvent)):
+        return event
+    raise ValueError(
+        f"The RDP accountant cannot account {type(event).__name__} under "
+        "neighboring='replace' (dp-accounting rejects Poisson sampling under "
+        "REPLACE_ONE). Use accountant='pld', which handles it exactly."
+    )
+
+
+@contextlib.contextmanager
+def _quiet_absl():
+    """Silence dp-accounting's absl log lines (e.g. RDP orders it drops as
+    non-convergent, which only makes ε more conservative) during one call."""
+    logger = logging.getLogger("absl")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+_EPSILON_CACHE = {}  # (repr(event), delta, accountant, neighboring) -> ε
+_EPSILON_CACHE_SIZE = 1024
+
+
+def _epsilon_cached(event, delta, accountant, neighboring):
+    # DpEvents holding lists are unhashable; their attrs repr is a faithful key.
+    key = (repr(event), delta, accountant, neighboring)
+    if key not in _EPSILON_CACHE:
+        acc = _make_accountant(accountant, neighboring)
+        accounted = _rdp_replace_one(event) if (accountant, neighboring) == (
+            "rdp", "replace") else event
+        with _quiet_absl():
+            acc.compose(accounted)
+            eps = float(acc.get_epsilon(delta))
+        if len(_EPSILON_CACHE) >= _EPSILON_CACHE_SIZE:
+            _EPSILON_CACHE.clear()
+        _EPSILON_CACHE[key] = eps
+    return _EPSILON_CACHE[key]
+
+
+def epsilon_of_event(event, delta, *, accountant="rdp", neighboring="add_remove"):
+    """ε at ``delta`` of a DpEvent, by dp-accounting's RDP or PLD accountant.
+
+    Parameters
+    ----------
+    event : dp_accounting.DpEvent
+        What was run, e.g. a fitted estimator's ``dp_event_``.
+    delta : float
+        Target δ in [0, 1).
+    accountant : {"rdp", "pld"}, default="rdp"
+        ``"pld"`` is tighter and slower.
+    neighboring : {"add_remove", "replace"}, default="add_remove"
+        The neighbouring relation of the guarantee.
+
+    Returns
+    -------
+    epsilon : float
+        ``inf`` when the event contains a non-private step.
+    """
+    _check_delta(delta)
+    _check_choice("accountant", accountant, ACCOUNTANTS)
+    _check_choice("neighboring", neighboring, NEIGHBORING_RELATIONS)
+    return _epsilon_cached(event, float(delta), accountant, neighboring)
+
+
+def compute_epsilon(
+    noise_multiplier,
+    sampling_rate,
+    steps,
+    delta,
+    *,
+    accountant="rdp",
+    neighboring="add_remove",
+):
+    """ε of DP-SGD: ``steps`` Poisson-subsampled Gaussian steps.
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        Noise standard deviation divided by the clip norm, > 0.
+    sampling_rate : float
+        Poisson sampling rate ``q`` in (0, 1].
+    steps : int
+        Number of steps.
+    delta : float
+        Target δ in [0, 1).
+    accountant : {"rdp", "pld"}, default="rdp"
+    neighboring : {"add_remove", "replace"}, default="add_remove"
+
+    Returns
+    -------
+    epsilon : float
+
+    Examples
+    --------
+    >>> round(compute_epsilon(1.3, 150 / 60000, 6000, 1e-5), 3)
+    0.724
+    """
+    event = dpsgd_event(noise_multiplier, sampling_rate, steps)
+    return epsilon_of_event(event, delta, accountant=accountant, neighboring=neighboring)
+
+
+def calibrate_noise_multiplier(
+    epsilon,
+    delta,
+    sampling_rate,
+    steps,
+    *,
+    accountant="rdp",
+    neighboring="add_remove",
+    other_events=(),
+    tol=1e-4,
+):
+    """Smallest noise multiplier whose DP-SGD run spends at most ``epsilon``.
+
+    The DP-SGD event is composed with ``other_events`` (mechanisms run in the
+    same fit, e.g. a private mean) before ε is computed, so the calibrated σ
+    spends exactly what remains of the budget.
+
+    Parameters
+    ----------
+    epsilon : float
+        Total privacy budget, > 0.
+    delta : float
+        Target δ in [0, 1).
+    sampling_rate : float
+        Poisson sampling rate ``q`` in (0, 1].
+    steps : int
+        Number of steps, >= 1.
+    accountant : {"rdp", "pld"}, default="rdp"
+    neighboring : {"add_remove", "replace"}, default="add_remove"
+    other_events : sequence of DpEvent, default=()
+        Mechanisms composed with the DP-SGD steps.
+    tol : float, default=1e-4
+        Relative tolerance on σ.
+
+    Returns
+    -------
+    noise_multiplier : float
+        ε of the composed run at this σ is ``<= epsilon`` (checked).
+
+    Raises
+    ------
+    BudgetExceededError
+        When ``other_events`` alone already spend ``epsilon``.
+    """
+    from .exceptions import BudgetExceededError
+
+    _check_positive("epsilon", epsilon)
+    _check_delta(delta)
+    if not isinstance(steps, Integral) or steps < 1:
+        raise ValueError(f"`steps` must be a positive integer, got {steps!r}.")
+    other_events = tuple(other_events)
+
+    def make_event(sigma):
+        return compose_events(*other_events, dpsgd_event(sigma, sampling_rate, steps))
+
+    def eps(sigma):
+        return epsilon_of_event(make_event(sigma), delta, accountant=accountant,
+                                neighboring=neighboring)
+
+    if other_events:
+        spent = epsilon_of_event(compose_events(*other_events), delta,
+                                 accountant=accountant, neighboring=neighboring)
+        if spent >= epsilon:
+            raise BudgetExceededError(
+                f"The other mechanisms of this fit already spend ε = {spent:.4g} "
+                f"at δ = {delta:g}, leaving nothing of epsilon = {epsilon!r} for "
+                "the gradient steps. Give them a smaller share of the budget."
+            )
+
+    # Explicit bracket [lo, hi] with eps(lo) > epsilon >= eps(hi).
+    lo, hi = 0.5, 1.0
+    if eps(hi) > epsilon:
+        while eps(hi) > epsilon:
+            lo, hi = hi, hi * 2
+            if hi > _SIGMA_CEILING:
+                raise BudgetExceededError(
+                    f"No noise multiplier up to {_SIGMA_CEILING:g} reaches epsilon = "
+                    f"{epsilon!r} at delta = {delta!r}; increase epsilon or delta."
+                )
+    else:
+        while eps(lo) <= epsilon:
+            hi, lo = lo, lo / 2
+            if lo < _SIGMA_FLOOR:
+                return hi
+
+    def make_fresh_accountant():
+        return _make_accountant(accountant, neighboring)
+
+    def make_accounted_event(sigma):
+        event = make_event(sigma)
+        if accountant == "rdp" and neighboring == "replace":
+            event = _rdp_replace_one(event)
+        return event
+
+    with _quiet_absl():
+        sigma = mechanism_calibration.calibrate_dp_mechanism(
+            make_fresh_accountant,
+            make_accounted_event,
+            float(epsilon),
+            float(delta),
+            mechanism_calibration.ExplicitBracketInterval(lo, hi),
+            tol=tol * lo,
+        )
+    # dp-accounting guarantees a non-positive gap; check it with our own cache.
+    while eps(sigma) > epsilon:  # pragma: no cover - defensive
+        sigma *= 1 + tol
+    return float(sigma)
+
+
+def gaussian_noise_multiplier(epsilon, delta, *, neighboring="add_remove"):
+    """Noise multiplier of the analytic Gaussian mechanism (Balle & Wang 2018).
+
+    The smallest σ such that releasing ``f(D) + N(0, (σ Δ)²)`` is
+    (ε, δ)-DP, where Δ is the add/remove L2 sensitivity of ``f``. Under
+    ``neighboring="replace"`` the sensitivity doubles, and so does σ.
+
+    Examples
+    --------
+    >>> round(gaussian_noise_multiplier(1.0, 1e-5), 3)
+    3.73
+    """
+    _check_positive("epsilon", epsilon)
+    _check_delta(delta)
+    _check_choice("neighboring", neighboring, NEIGHBORING_RELATIONS)
+    sigma = float(dp_accounting.get_sigma_gaussian(float(epsilon), float(delta)))
+    return 2 * sigma if neighboring == "replace" else sigma
+
+
+def gaussian_epsilon(noise_multiplier, delta, *, neighboring="add_remove"):
+    """ε at ``delta`` of one analytic Gaussian release (Balle & Wang 2018)."""
+    _check_positive("noise_multiplier", noise_multiplier)
+    _check_delta(delta)
+    _check_choice("neighboring", neighboring, NEIGHBORING_RELATIONS)
+    sigma = noise_multiplier / 2 if neighboring == "replace" else noise_multiplier
+    return float(dp_accounting.get_epsilon_gaussian(float(sigma), float(delta)))

@@ -1,0 +1,29 @@
+"""Warnings and errors raised by sklearn_fdp.
+
+The hierarchy lets users filter all privacy warnings at once
+(``warnings.simplefilter("error", FdpWarning)``) while keeping the most
+serious ones, :class:`PrivacyLeakWarning`, distinguishable.
+"""
+
+__all__ = ["FdpWarning", "PrivacyLeakWarning", "BudgetExceededError"]
+
+
+class FdpWarning(UserWarning):
+    """Base class of every warning issued by sklearn_fdp."""
+
+
+class PrivacyLeakWarning(FdpWarning):
+    """A setting weakens the privacy guarantee a user may think they have.
+
+    Examples: ``delta >= 1 / n_samples`` (a mechanism that publishes one
+    record at random satisfies such a δ), bounds or norms taken from the
+    private data, or public features that were not declared.
+    """
+
+
+class BudgetExceededError(ValueError):
+    """The requested computation would spend more than the privacy budget.
+
+    Raised, for instance, when a fixed ``noise_multiplier`` is given together
+    with an ``epsilon`` that the resulting run would exceed.
+    """

@@ -1,0 +1,5 @@
+"""Private linear classifiers."""
+
+from ._dpsgd import DPSGDClassifier
+
+__all__ = ["DPSGDClassifier"]

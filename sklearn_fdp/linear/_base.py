@@ -1,0 +1,291 @@
+"""Shared machinery of the private linear classifiers.
+
+An estimator here is thin: it validates, encodes the labels, builds the
+gradient oracles for its algorithm and hands them to the one engine in
+:mod:`sklearn_fdp._engine`. Subclasses override the ``_make_*`` hooks.
+"""
+
+import math
+import sys
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.linear_model._base import LinearClassifierMixin
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .. import accounting
+from .._engine import LOSSES, LR_SCHEDULES, EngineConfig, LinearGradientOracle, LinearLoss
+from .._engine import run_dp_sgd
+from .._random import spawn_generators
+from .._validation import (
+    ACCOUNTANT_CONSTRAINT,
+    DELTA_CONSTRAINT,
+    NEIGHBORING_CONSTRAINT,
+    Interval,
+    StrOptions,
+    check_delta_vs_n,
+)
+from ..exceptions import BudgetExceededError
+
+# Streams spawned from random_state, in this order, for every linear fit.
+_SAMPLE, _NOISE, _PUBLIC, _INIT = range(4)
+
+
+def _auto_batch_size(n_samples):
+    """Default expected batch size: ``clip(round(sqrt(n) * 8), 64, 4096)``.
+
+    Larger batches cut the noise per step (σ C / (q n)) while the number of
+    steps for a fixed number of epochs shrinks; for linear models the sweet
+    spot measured on Adult's validation split (see
+    ``benchmarks/bench_adult.py``) grows roughly like ``sqrt(n)``.
+    """
+    return int(min(max(round(8 * math.sqrt(n_samples)), 64), 4096, n_samples))
+
+
+class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimator):
+    """Base class: a linear classifier trained by the DP-SGD engine."""
+
+    _parameter_constraints: dict = {
+        "loss": [StrOptions(set(LOSSES))],
+        "epsilon": [Interval(Real, 0, None, closed="neither"), None],
+        "delta": DELTA_CONSTRAINT,
+        "max_grad_norm": [Interval(Real, 0, None, closed="neither")],
+        "noise_multiplier": [Interval(Real, 0, None, closed="neither"), None],
+        "batch_size": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+        "epochs": [Interval(Real, 0, None, closed="neither")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "lr_schedule": [StrOptions(set(LR_SCHEDULES))],
+        "momentum": [Interval(Real, 0, 1, closed="left")],
+        "average": ["boolean"],
+        "l2_regularization": [Interval(Real, 0, None, closed="left")],
+        "fit_intercept": ["boolean"],
+        "accountant": ACCOUNTANT_CONSTRAINT,
+        "neighboring": NEIGHBORING_CONSTRAINT,
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    # -- hooks for subclasses ------------------------------------------------
+
+    def _check_params(self, X, y):
+        """Rules spanning several parameters; called first in ``fit``."""
+        name = type(self).__name__
+        if self.epsilon is None and self.noise_multiplier is None:
+            raise ValueError(
+                f"{name}: give `epsilon` (the budget; σ is calibrated to it) or "
+                "`noise_multiplier` (ε is then computed); both are None."
+            )
+        if self.neighboring == "replace" and self.accountant == "rdp":
+            raise ValueError(
+                f"{name}: accountant='rdp' cannot account Poisson sampling under "
+                "neighboring='replace' (dp-accounting rejects it). Use "
+                "accountant='pld'."
+            )
+
+    def _other_events(self):
+        """DpEvents composed with the gradient steps (none for plain DP-SGD)."""
+        return ()
+
+    def _make_private_oracle(self, X, y_enc, loss):
+        return LinearGradientOracle(X, y_enc, loss, self.fit_intercept, self.max_grad_norm)
+
+    def _make_public_oracle(self, X, y_enc, loss, rng):
+        return None
+
+    # -- fitting -------------------------------------------------------------
+
+    def _resolve_batch_size(self, n_samples):
+        name = type(self).__name__
+        if self.batch_size == "auto":
+            return _auto_batch_size(n_samples)
+        if self.batch_size > n_samples:
+            raise ValueError(
+                f"`batch_size` of {name} is {self.batch_size!r} but the data have "
+                f"only {n_samples} rows. Use batch_size <= n_samples or 'auto'."
+            )
+        return int(self.batch_size)
+
+    def _validate_training_data(self, X, y):
+        X, y = validate_data(
+            self,
+            X,
+            y,
+            accept_sparse="csr",
+            dtype=[np.float64, np.float32],
+            order="C",
+            y_numeric=False,
+        )
+        check_classification_targets(y)
+        encoder = LabelEncoder().fit(y)
+        if len(encoder.classes_) < 2:
+            raise ValueError(
+                f"{type(self).__name__} needs at least 2 classes in y; got "
+                f"{len(encoder.classes_)} class ({encoder.classes_!r}). Check the labels."
+            )
+        return X, encoder.classes_, encoder.transform(y)
+
+    def _budget(self, n_samples, sampling_rate, steps):
+        """Noise multiplier and the fit's DpEvent, from the accountant."""
+        others = tuple(self._other_events())
+        if self.noise_multiplier is None:
+            sigma = accounting.calibrate_noise_multiplier(
+                self.epsilon,
+                self.delta,
+                sampling_rate,
+                steps,
+                accountant=self.accountant,
+                neighboring=self.neighboring,
+                other_events=others,
+            )
+        else:
+            sigma = float(self.noise_multiplier)
+        event = accounting.compose_events(
+            *others, accounting.dpsgd_event(sigma, sampling_rate, steps)
+        )
+        spent = accounting.epsilon_of_event(
+            event, self.delta, accountant=self.accountant, neighboring=self.neighboring
+        )
+        if self.epsilon is not None and spent > self.epsilon:
+            raise BudgetExceededError(
+                f"{type(self).__name__} with noise_multiplier={self.noise_multiplier!r} "
+                f"spends ε = {spent:.4g} > epsilon = {self.epsilon!r}. Raise "
+                "noise_multiplier, lower epochs, or set noise_multiplier=None to "
+                "calibrate it to epsilon."
+            )
+        return sigma, event, spent
+
+    def _fit_engine(self, X, y):
+        """Validate, account, run the engine and store the fitted attributes."""
+        self._check_params(X, y)
+        X, classes, y_index = self._validate_training_data(X, y)
+        n_samples, n_features = X.shape
+        check_delta_vs_n(self.delta, n_samples, type(self).__name__, stacklevel=4)
+
+        batch_size = self._resolve_batch_size(n_samples)
+        sampling_rate = batch_size / n_samples
+        steps = max(1, math.ceil(self.epochs * n_samples / batch_size))
+        sigma, event, spent = self._budget(n_samples, sampling_rate, steps)
+
+        n_outputs = 1 if len(classes) == 2 else len(classes)
+        loss = LinearLoss(self.loss, n_outputs)
+        y_enc = loss.encode(y_index)
+        gens = spawn_generators(self.random_state, 4)
+        private_oracle = self._make_private_oracle(X, y_enc, loss)
+        public_oracle = self._make_public_oracle(X, y_enc, loss, gens[_PUBLIC])
+
+        n_rows = n_features + int(self.fit_intercept)
+        theta0 = np.zeros((n_rows, n_outputs), dtype=X.dtype)
+        config = EngineConfig(
+            steps=steps,
+            sampling_rate=sampling_rate,
+            noise_multiplier=sigma,
+            max_grad_norm=self.max_grad_norm,
+            learning_rate=self.learning_rate,
+            lr_schedule=self.lr_schedule,
+            momentum=self.momentum,
+            l2_regularization=self.l2_regularization,
+            average_start=steps // 2 if self.average else None,
+            **self._engine_extra(),
+        )
+        callback = self._make_callback(steps, sampling_rate, sigma) if self.verbose else None
+        result = run_dp_sgd(
+            theta0,
+            private_oracle,
+            n_samples,
+            config,
+            sample_rng=gens[_SAMPLE],
+            noise_rng=gens[_NOISE],
+            public_oracle=public_oracle,
+            callback=callback,
+        )
+        theta = result.theta
+        self.classes_ = classes
+        self.coef_ = np.ascontiguousarray(theta[:n_features].T)
+        self.intercept_ = (
+            theta[n_features].copy() if self.fit_intercept else np.zeros(n_outputs, X.dtype)
+        )
+        self.n_iter_ = steps
+        self.steps_ = steps
+        self.batch_size_ = batch_size
+        self.sampling_rate_ = sampling_rate
+        self.noise_multiplier_ = sigma
+        self.dp_event_ = event
+        self.epsilon_ = spent
+        self.delta_ = float(self.delta)
+        return self
+
+    def _engine_extra(self):
+        return {}
+
+    def _make_callback(self, steps, sampling_rate, sigma):
+        """Per-epoch progress: ε spent so far (a function of public settings only)."""
+        steps_per_epoch = max(1, round(1 / sampling_rate))
+        name = type(self).__name__
+
+        def callback(t, theta):
+            done = t + 1
+            if done % steps_per_epoch and done != steps:
+                return
+            eps = accounting.compute_epsilon(
+                sigma, sampling_rate, done, self.delta, accountant="rdp"
+                if self.neighboring == "add_remove" else "pld",
+                neighboring=self.neighboring,
+            )
+            print(
+                f"[{name}] epoch {done / steps_per_epoch:.1f}: step {done}/{steps}, "
+                f"ε spent {eps:.4g} (δ={self.delta:g}), ‖θ‖ {np.linalg.norm(theta):.4g}",
+                file=sys.stdout,
+                flush=True,
+            )
+
+        return callback
+
+    # -- prediction ----------------------------------------------------------
+
+    def _has_proba(self):
+        return self.loss == "log_loss"
+
+    @available_if(_has_proba)
+    def predict_proba(self, X):
+        """Class probabilities (``loss="log_loss"`` only).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+        """
+        check_is_fitted(self)
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            from scipy.special import expit
+
+            p = expit(scores)
+            return np.column_stack([1.0 - p, p])
+        from scipy.special import softmax
+
+        return softmax(scores, axis=1)
+
+    @available_if(_has_proba)
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba` (``loss="log_loss"`` only)."""
+        check_is_fitted(self)
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return np.column_stack([-np.logaddexp(0, scores), -np.logaddexp(0, -scores)])
+        from scipy.special import log_softmax
+
+        return log_softmax(scores, axis=1)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        # A private model is noisier than its non-private twin by design.
+        tags.classifier_tags.poor_score = True
+        return tags

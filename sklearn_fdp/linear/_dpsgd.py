@@ -1,0 +1,178 @@
+"""DPSGDClassifier: plain DP-SGD for linear classifiers."""
+
+from sklearn.base import _fit_context
+
+from ._base import BaseDPLinearClassifier
+
+
+class DPSGDClassifier(BaseDPLinearClassifier):
+    """Linear classifier trained with differentially private SGD (DP-SGD).
+
+    Each step draws a Poisson batch (every record independently with
+    probability ``q = batch_size / n``), clips every per-example gradient to
+    L2 norm ``max_grad_norm``, adds Gaussian noise of standard deviation
+    ``noise_multiplier * max_grad_norm`` to their sum and takes a (momentum)
+    step. The run is (ε, δ)-differentially private for *whole records*
+    (features and label) under the add/remove relation, with ε computed by
+    dp-accounting for the Poisson-subsampled Gaussian mechanism.
+
+    Parameters
+    ----------
+    loss : {"log_loss", "hinge"}, default="log_loss"
+        ``"log_loss"``: logistic regression (binary) or multinomial softmax.
+        ``"hinge"``: the margin loss ``max(0, 1 - y z)`` of the DPSGD-F paper
+        (Crammer–Singer for more than two classes); no ``predict_proba``.
+    epsilon : float or None, default=1.0
+        Privacy budget of one call to ``fit``, in (0, inf). The noise
+        multiplier is calibrated so that the run spends at most this. May be
+        None only when ``noise_multiplier`` is given.
+    delta : float, default=1e-5
+        δ of the guarantee, in [0, 1). Keep it well below ``1 / n_samples``
+        (a warning is issued otherwise).
+    max_grad_norm : float, default=1.0
+        Clip norm ``C`` of each per-example gradient, > 0. With rows of norm
+        at most 1 and an intercept, a logistic gradient has norm at most
+        ``sqrt(2)``.
+    noise_multiplier : float or None, default=None
+        σ. When given, ε is computed rather than targeted; if ``epsilon`` is
+        also given, ``fit`` raises :class:`BudgetExceededError` when the
+        run would spend more than ``epsilon``.
+    batch_size : int or "auto", default="auto"
+        Expected Poisson batch size ``q * n``. ``"auto"`` uses
+        ``clip(round(8 * sqrt(n)), 64, 4096)``.
+    epochs : float, default=10.0
+        Passes over the data; the number of steps is
+        ``ceil(epochs * n / batch_size)``.
+    learning_rate : float, default=2.0
+        Base step size.
+    lr_schedule : {"constant", "cosine", "linear"}, default="cosine"
+        Decay of the step size over the run.
+    momentum : float, default=0.9
+        Heavy-ball momentum in [0, 1).
+    average : bool, default=True
+        Return the average of the iterates of the second half of the run
+        (post-processing: free) instead of the last one.
+    l2_regularization : float, default=0.0
+        Weight decay ``λ θ`` added to every step.
+    fit_intercept : bool, default=True
+        Fit an intercept; it is part of every per-example gradient and hence
+        clipped and noised with it.
+    accountant : {"rdp", "pld"}, default="rdp"
+        dp-accounting's accountant; ``"pld"`` is tighter (less noise for the
+        same ε) and slower.
+    neighboring : {"add_remove", "replace"}, default="add_remove"
+        Neighbouring relation of the guarantee. ``"replace"`` needs
+        ``accountant="pld"``.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the batches and the noise; a fixed value reproduces ``coef_``.
+    verbose : int, default=0
+        Print the ε spent after every epoch.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+    classes_ : ndarray of shape (n_classes,)
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Defined when ``X`` has string column names.
+    epsilon_ : float
+        ε the run actually spent at ``delta_`` (≤ ``epsilon``).
+    delta_ : float
+    noise_multiplier_ : float
+        σ used (calibrated or given).
+    sampling_rate_ : float
+        Poisson rate ``q = batch_size_ / n_samples``.
+    batch_size_ : int
+        Expected batch size used.
+    steps_ : int
+        Number of noisy steps.
+    n_iter_ : int
+        Same as ``steps_``.
+    dp_event_ : dp_accounting.DpEvent
+        The mechanism run by ``fit``, for re-accounting (e.g. at another δ).
+
+    Notes
+    -----
+    Privacy: unit = one record (all features and the label); neighbouring
+    relation add/remove by default; per-example clipping to
+    ``max_grad_norm``; ε by dp-accounting's RDP (or PLD) accountant for a
+    self-composed Poisson-subsampled Gaussian. The noisy sum is divided by
+    the expected batch size ``q n``, never the realised one. Treated as
+    public: the number of rows ``n`` and the set of class labels
+    (``classes_``). All other hyperparameters must be chosen without looking
+    at the private data, or the choice must itself be accounted for (see
+    ``sklearn_fdp.accounting``).
+
+    References
+    ----------
+    Abadi et al., "Deep Learning with Differential Privacy", CCS 2016.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn.preprocessing import Normalizer
+    >>> from sklearn_fdp import DPSGDClassifier
+    >>> X, y = make_classification(n_samples=2000, random_state=0)
+    >>> X = Normalizer().fit_transform(X)
+    >>> clf = DPSGDClassifier(epsilon=1.0, delta=1e-5, random_state=0).fit(X, y)
+    >>> bool(clf.epsilon_ <= 1.0)
+    True
+    """
+
+    def __init__(
+        self,
+        *,
+        loss="log_loss",
+        epsilon=1.0,
+        delta=1e-5,
+        max_grad_norm=1.0,
+        noise_multiplier=None,
+        batch_size="auto",
+        epochs=10.0,
+        learning_rate=2.0,
+        lr_schedule="cosine",
+        momentum=0.9,
+        average=True,
+        l2_regularization=0.0,
+        fit_intercept=True,
+        accountant="rdp",
+        neighboring="add_remove",
+        random_state=None,
+        verbose=0,
+    ):
+        self.loss = loss
+        self.epsilon = epsilon
+        self.delta = delta
+        self.max_grad_norm = max_grad_norm
+        self.noise_multiplier = noise_multiplier
+        self.batch_size = batch_size
+        self.epochs = epochs
+        self.learning_rate = learning_rate
+        self.lr_schedule = lr_schedule
+        self.momentum = momentum
+        self.average = average
+        self.l2_regularization = l2_regularization
+        self.fit_intercept = fit_intercept
+        self.accountant = accountant
+        self.neighboring = neighboring
+        self.random_state = random_state
+        self.verbose = verbose
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit the model with DP-SGD.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data. Rows should have a data-independent L2 bound
+            (e.g. scaled to norm ≤ 1); clipping bounds each gradient anyway.
+        y : array-like of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        self : DPSGDClassifier
+        """
+        return self._fit_engine(X, y)

@@ -1,0 +1,23 @@
+"""scikit-learn's estimator checks for every public estimator."""
+
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from sklearn_fdp import DPSGDClassifier
+
+# Large budgets and few epochs keep the checks fast; the tiny check data sets
+# have n < 1/δ only with a small δ.
+ESTIMATORS = [
+    DPSGDClassifier(epsilon=50.0, delta=1e-9, epochs=5, random_state=0),
+]
+
+# Estimator name -> {check name: reason}. Every entry must say why.
+EXPECTED_FAILED: dict[str, dict[str, str]] = {}
+
+
+def _expected_failed_checks(estimator):
+    return EXPECTED_FAILED.get(type(estimator).__name__, {})
+
+
+@parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failed_checks)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)

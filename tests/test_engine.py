@@ -1,0 +1,166 @@
+"""The DP optimisation engine: clipped sums, samplers, noise, loop options."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy import stats
+
+from sklearn_fdp._engine import (
+    EngineConfig,
+    LinearGradientOracle,
+    LinearLoss,
+    PoissonSampler,
+    UniformSampler,
+    run_dp_sgd,
+)
+from sklearn_fdp._random import spawn_generators
+
+from ._reference import clipped_sum, per_example_gradients
+
+
+def _problem(rng, n, d, n_classes, dtype, sparse):
+    X = rng.normal(size=(n, d))
+    X[rng.random((n, d)) < 0.5] = 0.0
+    if n > 2:
+        X[1] = 0.0  # an all-zero row
+    X = X.astype(dtype)
+    y = rng.integers(0, n_classes, size=n)
+    return (sp.csr_matrix(X) if sparse else X), y
+
+
+@pytest.mark.parametrize("loss", ["log_loss", "hinge"])
+@pytest.mark.parametrize("n_classes", [2, 3, 100])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("shape", [(7, 5), (1, 4), (9, 1)])
+def test_clipped_sum_matches_reference(loss, n_classes, dtype, sparse, fit_intercept, shape):
+    rng = np.random.default_rng(0)
+    n, d = shape
+    X, y_index = _problem(rng, n, d, n_classes, dtype, sparse)
+    k = 1 if n_classes == 2 else n_classes
+    linear_loss = LinearLoss(loss, k)
+    y = linear_loss.encode(y_index)
+    theta = rng.normal(size=(d + int(fit_intercept), k)).astype(dtype)
+    oracle = LinearGradientOracle(X, y, linear_loss, fit_intercept, max_grad_norm=0.7)
+    idx = np.sort(rng.choice(n, size=max(1, n // 2), replace=False))
+    got = oracle(idx, theta)
+    grads = per_example_gradients(X[idx], y[idx], theta.astype(np.float64), loss, k, fit_intercept)
+    want = clipped_sum(grads, 0.7)
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    assert got.dtype == dtype
+
+
+def test_empty_batch_gives_zero_gradient():
+    X = np.ones((4, 3))
+    loss = LinearLoss("log_loss", 1)
+    oracle = LinearGradientOracle(X, loss.encode([0, 1, 0, 1]), loss, True, 1.0)
+    theta = np.ones((4, 1))
+    np.testing.assert_array_equal(oracle(np.array([], dtype=int), theta), 0.0)
+
+
+def test_clipping_bounds_every_per_example_gradient():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(50, 6)) * 100
+    loss = LinearLoss("log_loss", 3)
+    y = loss.encode(rng.integers(0, 3, 50))
+    oracle = LinearGradientOracle(X, y, loss, True, max_grad_norm=0.5)
+    theta = rng.normal(size=(7, 3))
+    for i in range(50):
+        assert np.linalg.norm(oracle(np.array([i]), theta)) <= 0.5 * (1 + 1e-12)
+
+
+@pytest.mark.statistical
+def test_poisson_sampler_is_poisson(global_seed):
+    """Batch sizes are Binomial(n, q) (not fixed) and every record is equally likely."""
+    n, q, trials = 200, 0.1, 4000
+    sampler = PoissonSampler(n, q, np.random.default_rng(global_seed))
+    counts = np.zeros(n)
+    sizes = np.empty(trials)
+    for t in range(trials):
+        idx = sampler.sample()
+        assert len(np.unique(idx)) == len(idx)
+        counts[idx] += 1
+        sizes[t] = len(idx)
+    # Mean and variance of the size: Binomial(n, q). A fixed-size sampler has variance 0.
+    se_mean = np.sqrt(n * q * (1 - q) / trials)
+    assert abs(sizes.mean() - n * q) < 5 * se_mean
+    var = n * q * (1 - q)
+    # Var of the sample variance ≈ 2 var^2 / trials (near-normal sizes).
+    assert abs(sizes.var() - var) < 5 * np.sqrt(2 * var**2 / trials)
+    # Per-record inclusion counts are Binomial(trials, q): chi-square uniformity.
+    _, p = stats.chisquare(counts)
+    assert p > 1e-4
+
+
+def test_uniform_sampler_sizes():
+    s = UniformSampler(10, 4, np.random.default_rng(0))
+    assert len(s.sample()) == 4
+    assert len(UniformSampler(10, 40, np.random.default_rng(0)).sample()) == 10
+
+
+def test_spawned_generators_are_independent_and_reproducible():
+    a = [g.random(5) for g in spawn_generators(3, 3)]
+    b = [g.random(5) for g in spawn_generators(3, 3)]
+    np.testing.assert_array_equal(a, b)
+    assert not np.allclose(a[0], a[1]) and not np.allclose(a[1], a[2])
+
+
+@pytest.mark.statistical
+def test_noise_std_is_noise_multiplier_times_clip(global_seed):
+    """With a zero gradient, one step moves θ by -lr σ C / (q n) · N(0, I)."""
+    sigma, clip, n, q, lr = 1.7, 0.3, 1000, 0.05, 2.0
+    shape = (20000, 1)
+    cfg = EngineConfig(steps=1, sampling_rate=q, noise_multiplier=sigma, max_grad_norm=clip,
+                       learning_rate=lr)
+    rng_s, rng_n = spawn_generators(global_seed, 2)
+    res = run_dp_sgd(np.zeros(shape), lambda idx, th: np.zeros_like(th), n, cfg,
+                     sample_rng=rng_s, noise_rng=rng_n)
+    expected = lr * sigma * clip / (q * n)
+    values = res.theta.ravel()
+    # Sample std of N iid normals: relative standard error 1/sqrt(2N).
+    rel_se = 1 / np.sqrt(2 * values.size)
+    assert abs(values.std() / expected - 1) < 5 * rel_se
+    assert abs(values.mean()) < 5 * expected / np.sqrt(values.size)
+    # And normal: Kolmogorov-Smirnov against N(0, expected^2).
+    assert stats.kstest(values / expected, "norm").pvalue > 1e-4
+
+
+def test_noise_mask_keeps_masked_entries_noise_free():
+    cfg = EngineConfig(steps=3, sampling_rate=0.5, noise_multiplier=1.0, max_grad_norm=1.0,
+                       learning_rate=1.0)
+    mask = np.array([[1.0], [0.0]])
+    r1, r2 = spawn_generators(0, 2)
+    res = run_dp_sgd(np.zeros((2, 1)), lambda i, t: np.zeros_like(t), 10, cfg,
+                     sample_rng=r1, noise_rng=r2, noise_mask=mask)
+    assert res.theta[1, 0] == 0.0 and res.theta[0, 0] != 0.0
+
+
+def test_divides_by_expected_not_realised_batch_size():
+    """The step equals -lr * (sum of clipped grads) / (q n), whatever the batch size."""
+    seen = []
+
+    def oracle(idx, theta):
+        seen.append(len(idx))
+        return np.full_like(theta, float(len(idx)))
+
+    cfg = EngineConfig(steps=1, sampling_rate=0.3, noise_multiplier=0.0, max_grad_norm=1.0,
+                       learning_rate=1.0)
+    r1, r2 = spawn_generators(5, 2)
+    res = run_dp_sgd(np.zeros((1, 1)), oracle, 100, cfg, sample_rng=r1, noise_rng=r2)
+    assert res.theta[0, 0] == pytest.approx(-seen[0] / 30.0)
+
+
+def test_projection_and_averaging_and_schedule():
+    cfg = EngineConfig(steps=10, sampling_rate=1.0, noise_multiplier=0.0, max_grad_norm=1.0,
+                       learning_rate=1.0, max_weight_norm=0.5, average_start=5,
+                       lr_schedule="linear", momentum=0.5)
+    r1, r2 = spawn_generators(0, 2)
+    res = run_dp_sgd(np.zeros((3, 1)), lambda i, t: -np.ones_like(t) * len(i), 4, cfg,
+                     sample_rng=r1, noise_rng=r2)
+    assert np.linalg.norm(res.theta) <= 0.5 + 1e-12
+    assert cfg.step_size(0) == 1.0 and cfg.step_size(5) == pytest.approx(0.5)
+    cos = EngineConfig(steps=4, sampling_rate=1.0, noise_multiplier=0.0, max_grad_norm=1.0,
+                       learning_rate=1.0, lr_schedule="cosine")
+    assert cos.step_size(2) == pytest.approx(0.5)
