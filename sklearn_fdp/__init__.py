@@ -1,6 +1,6 @@
 """sklearn_fdp: scikit-learn estimators trained with (feature) differential privacy."""
 
-from . import accounting, exceptions
+from . import accounting, datasets, exceptions
 from .exceptions import BudgetExceededError, FdpWarning, PrivacyLeakWarning
 from .linear import DPSGDClassifier
 

@@ -332,21 +332,49 @@ def calibrate_noise_multiplier(
                 "the gradient steps. Give them a smaller share of the budget."
             )
 
+    key = (float(epsilon), float(delta), float(sampling_rate), int(steps), accountant,
+           neighboring, repr(other_events), float(tol))
+    if key not in _SIGMA_CACHE:
+        if len(_SIGMA_CACHE) >= _EPSILON_CACHE_SIZE:
+            _SIGMA_CACHE.clear()
+        _SIGMA_CACHE[key] = _calibrate(eps, make_event, epsilon, delta, sampling_rate, steps,
+                                       accountant, neighboring, other_events, tol)
+    return _SIGMA_CACHE[key]
+
+
+_SIGMA_CACHE = {}
+
+
+def _calibrate(eps, make_event, epsilon, delta, sampling_rate, steps, accountant,
+               neighboring, other_events, tol):
+    from .exceptions import BudgetExceededError
+
     # Explicit bracket [lo, hi] with eps(lo) > epsilon >= eps(hi).
-    lo, hi = 0.5, 1.0
-    if eps(hi) > epsilon:
-        while eps(hi) > epsilon:
-            lo, hi = hi, hi * 2
-            if hi > _SIGMA_CEILING:
-                raise BudgetExceededError(
-                    f"No noise multiplier up to {_SIGMA_CEILING:g} reaches epsilon = "
-                    f"{epsilon!r} at delta = {delta!r}; increase epsilon or delta."
-                )
-    else:
+    if accountant == "pld" and neighboring == "add_remove":
+        # PLD is tighter than RDP, so the (fast) RDP σ is an upper end; PLD's
+        # σ is rarely more than 20 % below it. Saves most PLD evaluations.
+        hi = calibrate_noise_multiplier(epsilon, delta, sampling_rate, steps,
+                                        accountant="rdp", other_events=other_events, tol=tol)
+        lo = 0.8 * hi
         while eps(lo) <= epsilon:
-            hi, lo = lo, lo / 2
+            hi, lo = lo, lo * 0.8
             if lo < _SIGMA_FLOOR:
                 return hi
+    else:
+        lo, hi = 0.5, 1.0
+        if eps(hi) > epsilon:
+            while eps(hi) > epsilon:
+                lo, hi = hi, hi * 2
+                if hi > _SIGMA_CEILING:
+                    raise BudgetExceededError(
+                        f"No noise multiplier up to {_SIGMA_CEILING:g} reaches epsilon = "
+                        f"{epsilon!r} at delta = {delta!r}; increase epsilon or delta."
+                    )
+        else:
+            while eps(lo) <= epsilon:
+                hi, lo = lo, lo / 2
+                if lo < _SIGMA_FLOOR:
+                    return hi
 
     def make_fresh_accountant():
         return _make_accountant(accountant, neighboring)

@@ -22,7 +22,6 @@ from .._engine import LOSSES, LR_SCHEDULES, EngineConfig, LinearGradientOracle, 
 from .._engine import run_dp_sgd
 from .._random import spawn_generators
 from .._validation import (
-    ACCOUNTANT_CONSTRAINT,
     DELTA_CONSTRAINT,
     NEIGHBORING_CONSTRAINT,
     Interval,
@@ -30,6 +29,9 @@ from .._validation import (
     check_delta_vs_n,
 )
 from ..exceptions import BudgetExceededError
+
+# accountant="auto" uses PLD up to this target ε (see _resolve_accountant).
+_AUTO_PLD_MAX_EPSILON = 2.0
 
 # Streams spawned from random_state, in this order, for every linear fit.
 _SAMPLE, _NOISE, _PUBLIC, _INIT = range(4)
@@ -46,6 +48,21 @@ def _auto_batch_size(n_samples):
     return int(min(max(round(8 * math.sqrt(n_samples)), 64), 4096, n_samples))
 
 
+def _auto_learning_rate(noise_multiplier, batch_size, n_params):
+    """Default step size: ``min(4, 0.15 / nu)`` with ``nu = σ sqrt(p) / B``.
+
+    ``nu`` is the norm of the noise in one normalised noisy gradient (in units
+    of the clip norm, ``p`` parameters, expected batch ``B``): the noisier the
+    steps, the smaller the step size that averages the noise out. Constants
+    from a learning-rate sweep on a validation split of adult.data (never
+    adult.test) at ε ∈ {0.03, 0.1, 0.3, 1}; the best rates were about
+    0.15 / nu, and 4 once the noise is negligible. Tuned for rows of norm
+    ≤ 1 and ``max_grad_norm`` around 1.
+    """
+    nu = noise_multiplier * math.sqrt(n_params) / batch_size
+    return float(min(4.0, 0.15 / nu)) if nu > 0 else 4.0
+
+
 class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimator):
     """Base class: a linear classifier trained by the DP-SGD engine."""
 
@@ -57,13 +74,13 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimat
         "noise_multiplier": [Interval(Real, 0, None, closed="neither"), None],
         "batch_size": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "epochs": [Interval(Real, 0, None, closed="neither")],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "lr_schedule": [StrOptions(set(LR_SCHEDULES))],
         "momentum": [Interval(Real, 0, 1, closed="left")],
         "average": ["boolean"],
         "l2_regularization": [Interval(Real, 0, None, closed="left")],
         "fit_intercept": ["boolean"],
-        "accountant": ACCOUNTANT_CONSTRAINT,
+        "accountant": [StrOptions({*accounting.ACCOUNTANTS, "auto"})],
         "neighboring": NEIGHBORING_CONSTRAINT,
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -128,16 +145,31 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimat
             )
         return X, encoder.classes_, encoder.transform(y)
 
+    def _resolve_accountant(self, epsilon):
+        """``"auto"``: PLD (tightest) where it is cheap, RDP for large ε.
+
+        PLD needs about 5-8 % less noise than RDP for the same ε at every
+        budget, but its evaluation slows down sharply as σ shrinks (seconds
+        per fit above ε ≈ 2), where accuracy is saturated anyway. Replace-one
+        Poisson sampling is only supported by PLD.
+        """
+        if self.accountant != "auto":
+            return self.accountant
+        if self.neighboring == "replace" or epsilon <= _AUTO_PLD_MAX_EPSILON:
+            return "pld"
+        return "rdp"
+
     def _budget(self, n_samples, sampling_rate, steps):
-        """Noise multiplier and the fit's DpEvent, from the accountant."""
+        """Noise multiplier, the fit's DpEvent, its ε and the accountant used."""
         others = tuple(self._other_events())
         if self.noise_multiplier is None:
+            accountant = self._resolve_accountant(self.epsilon)
             sigma = accounting.calibrate_noise_multiplier(
                 self.epsilon,
                 self.delta,
                 sampling_rate,
                 steps,
-                accountant=self.accountant,
+                accountant=accountant,
                 neighboring=self.neighboring,
                 other_events=others,
             )
@@ -146,8 +178,12 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimat
         event = accounting.compose_events(
             *others, accounting.dpsgd_event(sigma, sampling_rate, steps)
         )
+        if self.noise_multiplier is not None:
+            rough = (accounting.epsilon_of_event(event, self.delta)
+                     if self.neighboring == "add_remove" else 0.0)
+            accountant = self._resolve_accountant(rough)
         spent = accounting.epsilon_of_event(
-            event, self.delta, accountant=self.accountant, neighboring=self.neighboring
+            event, self.delta, accountant=accountant, neighboring=self.neighboring
         )
         if self.epsilon is not None and spent > self.epsilon:
             raise BudgetExceededError(
@@ -156,7 +192,7 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimat
                 "noise_multiplier, lower epochs, or set noise_multiplier=None to "
                 "calibrate it to epsilon."
             )
-        return sigma, event, spent
+        return sigma, event, spent, accountant
 
     def _fit_engine(self, X, y):
         """Validate, account, run the engine and store the fitted attributes."""
@@ -168,7 +204,7 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimat
         batch_size = self._resolve_batch_size(n_samples)
         sampling_rate = batch_size / n_samples
         steps = max(1, math.ceil(self.epochs * n_samples / batch_size))
-        sigma, event, spent = self._budget(n_samples, sampling_rate, steps)
+        sigma, event, spent, accountant = self._budget(n_samples, sampling_rate, steps)
 
         n_outputs = 1 if len(classes) == 2 else len(classes)
         loss = LinearLoss(self.loss, n_outputs)
@@ -179,19 +215,24 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimat
 
         n_rows = n_features + int(self.fit_intercept)
         theta0 = np.zeros((n_rows, n_outputs), dtype=X.dtype)
+        learning_rate = (
+            _auto_learning_rate(sigma, batch_size, n_rows * n_outputs)
+            if self.learning_rate == "auto"
+            else float(self.learning_rate)
+        )
         config = EngineConfig(
             steps=steps,
             sampling_rate=sampling_rate,
             noise_multiplier=sigma,
             max_grad_norm=self.max_grad_norm,
-            learning_rate=self.learning_rate,
+            learning_rate=learning_rate,
             lr_schedule=self.lr_schedule,
             momentum=self.momentum,
             l2_regularization=self.l2_regularization,
             average_start=steps // 2 if self.average else None,
             **self._engine_extra(),
         )
-        callback = self._make_callback(steps, sampling_rate, sigma) if self.verbose else None
+        callback = self._make_callback(steps, sampling_rate, sigma, accountant) if self.verbose else None
         result = run_dp_sgd(
             theta0,
             private_oracle,
@@ -211,17 +252,19 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimat
         self.n_iter_ = steps
         self.steps_ = steps
         self.batch_size_ = batch_size
+        self.learning_rate_ = learning_rate
         self.sampling_rate_ = sampling_rate
         self.noise_multiplier_ = sigma
         self.dp_event_ = event
         self.epsilon_ = spent
         self.delta_ = float(self.delta)
+        self.accountant_ = accountant
         return self
 
     def _engine_extra(self):
         return {}
 
-    def _make_callback(self, steps, sampling_rate, sigma):
+    def _make_callback(self, steps, sampling_rate, sigma, accountant):
         """Per-epoch progress: ε spent so far (a function of public settings only)."""
         steps_per_epoch = max(1, round(1 / sampling_rate))
         name = type(self).__name__
@@ -231,8 +274,7 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimat
             if done % steps_per_epoch and done != steps:
                 return
             eps = accounting.compute_epsilon(
-                sigma, sampling_rate, done, self.delta, accountant="rdp"
-                if self.neighboring == "add_remove" else "pld",
+                sigma, sampling_rate, done, self.delta, accountant=accountant,
                 neighboring=self.neighboring,
             )
             print(

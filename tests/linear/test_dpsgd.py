@@ -12,6 +12,10 @@ from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import Normalizer
 
+import dp_accounting
+from dp_accounting.pld import pld_privacy_accountant
+from dp_accounting.rdp import rdp_privacy_accountant
+
 from sklearn_fdp import DPSGDClassifier, accounting
 from sklearn_fdp.exceptions import BudgetExceededError, PrivacyLeakWarning
 
@@ -49,17 +53,33 @@ def test_multiclass_softmax_and_hinge(multiclass):
     assert not hasattr(clf, "predict_proba")
 
 
-def test_epsilon_matches_dp_accounting(binary):
+@pytest.mark.parametrize("accountant,epsilon", [("auto", 0.5), ("auto", 4.0), ("rdp", 0.5),
+                                                ("pld", 0.5)])
+def test_epsilon_matches_dp_accounting(binary, accountant, epsilon):
+    """The reported ε is dp-accounting's own value for the recorded (σ, q, T, δ)."""
     X, y = binary
-    clf = DPSGDClassifier(epsilon=0.5, delta=1e-5, random_state=0).fit(X, y)
-    direct = accounting.compute_epsilon(clf.noise_multiplier_, clf.sampling_rate_, clf.steps_,
-                                        1e-5)
-    assert clf.epsilon_ == pytest.approx(direct, rel=1e-12)
+    clf = DPSGDClassifier(epsilon=epsilon, delta=1e-5, accountant=accountant,
+                          random_state=0).fit(X, y)
+    expected_accountant = {"auto": "pld" if epsilon <= 2 else "rdp"}.get(accountant, accountant)
+    assert clf.accountant_ == expected_accountant
+    acc = (rdp_privacy_accountant.RdpAccountant() if clf.accountant_ == "rdp"
+           else pld_privacy_accountant.PLDAccountant())
+    acc.compose(dp_accounting.SelfComposedDpEvent(dp_accounting.PoissonSampledDpEvent(
+        clf.sampling_rate_, dp_accounting.GaussianDpEvent(clf.noise_multiplier_)), clf.steps_))
+    assert clf.epsilon_ == pytest.approx(acc.get_epsilon(1e-5), rel=1e-12)
+    assert epsilon * 0.99 < clf.epsilon_ <= epsilon
+
+
+def test_stored_event_reaccounts(binary):
+    X, y = binary
+    clf = DPSGDClassifier(epsilon=0.5, delta=1e-5, accountant="rdp", random_state=0).fit(X, y)
     assert clf.epsilon_ <= 0.5 and clf.epsilon_ > 0.49
     assert clf.delta_ == 1e-5
     assert clf.sampling_rate_ == clf.batch_size_ / len(y)
     # The stored event re-accounts to the same ε.
     assert accounting.epsilon_of_event(clf.dp_event_, 1e-5) == pytest.approx(clf.epsilon_)
+    # ... and at another δ, a larger δ buys a smaller ε.
+    assert accounting.epsilon_of_event(clf.dp_event_, 1e-3) < clf.epsilon_
 
 
 def test_fixed_noise_multiplier_computes_epsilon(binary):
@@ -67,14 +87,14 @@ def test_fixed_noise_multiplier_computes_epsilon(binary):
     clf = DPSGDClassifier(epsilon=None, noise_multiplier=2.0, epochs=2, random_state=0).fit(X, y)
     assert clf.noise_multiplier_ == 2.0
     assert clf.epsilon_ == pytest.approx(accounting.compute_epsilon(
-        2.0, clf.sampling_rate_, clf.steps_, 1e-5))
+        2.0, clf.sampling_rate_, clf.steps_, 1e-5, accountant=clf.accountant_))
     with pytest.raises(BudgetExceededError, match="spends"):
         DPSGDClassifier(epsilon=0.01, noise_multiplier=0.5, random_state=0).fit(X, y)
 
 
 def test_pld_accountant_and_replace_relation(binary):
     X, y = binary
-    rdp = DPSGDClassifier(epsilon=1.0, epochs=2, random_state=0).fit(X, y)
+    rdp = DPSGDClassifier(epsilon=1.0, epochs=2, accountant="rdp", random_state=0).fit(X, y)
     pld = DPSGDClassifier(epsilon=1.0, epochs=2, accountant="pld", random_state=0).fit(X, y)
     assert pld.noise_multiplier_ < rdp.noise_multiplier_
     assert pld.epsilon_ <= 1.0
@@ -82,7 +102,7 @@ def test_pld_accountant_and_replace_relation(binary):
                           random_state=0).fit(X, y)
     assert rep.noise_multiplier_ > pld.noise_multiplier_
     with pytest.raises(ValueError, match="accountant='pld'"):
-        DPSGDClassifier(neighboring="replace").fit(X, y)
+        DPSGDClassifier(neighboring="replace", accountant="rdp").fit(X, y)
 
 
 def test_same_random_state_same_coef_and_different_states_differ(binary):

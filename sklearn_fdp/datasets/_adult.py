@@ -1,0 +1,434 @@
+"""The UCI Adult (Census Income) data set, bundled, and its data-independent features.
+
+The three files under ``data/`` are the original UCI distribution (``adult.data``,
+``adult.test``, ``adult.names``), gzip-compressed; see ``data/README.md`` for their
+provenance, checksums and licence (CC BY 4.0).
+"""
+
+import functools
+import gzip
+import io
+from importlib import resources
+
+import numpy as np
+import pandas as pd
+from sklearn.compose import ColumnTransformer
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import FunctionTransformer, Normalizer, OneHotEncoder
+from sklearn.utils import Bunch
+
+__all__ = ["ADULT_PROTECTED", "load_adult", "make_adult_preprocessor"]
+
+ADULT_PROTECTED = (
+    "sex",
+    "race",
+    "marital-status",
+    "relationship",
+    "capital-gain",
+    "capital-loss",
+)
+"""Adult columns treated as protected (private) in the project's benchmarks."""
+
+_FEATURE_NAMES = (
+    "age",
+    "workclass",
+    "fnlwgt",
+    "education",
+    "education-num",
+    "marital-status",
+    "occupation",
+    "relationship",
+    "race",
+    "sex",
+    "capital-gain",
+    "capital-loss",
+    "hours-per-week",
+    "native-country",
+)
+_TARGET_NAME = "income"
+_TARGET_NAMES = ("<=50K", ">50K")
+
+# Public category lists, copied in the order of adult.names. They are
+# fixed here so that no category list is ever read off the (private) data.
+_ADULT_CATEGORIES = {
+    "workclass": (
+        "Private", "Self-emp-not-inc", "Self-emp-inc", "Federal-gov",
+        "Local-gov", "State-gov", "Without-pay", "Never-worked",
+    ),
+    "education": (
+        "Bachelors", "Some-college", "11th", "HS-grad", "Prof-school",
+        "Assoc-acdm", "Assoc-voc", "9th", "7th-8th", "12th", "Masters",
+        "1st-4th", "10th", "Doctorate", "5th-6th", "Preschool",
+    ),
+    "marital-status": (
+        "Married-civ-spouse", "Divorced", "Never-married", "Separated",
+        "Widowed", "Married-spouse-absent", "Married-AF-spouse",
+    ),
+    "occupation": (
+        "Tech-support", "Craft-repair", "Other-service", "Sales",
+        "Exec-managerial", "Prof-specialty", "Handlers-cleaners",
+        "Machine-op-inspct", "Adm-clerical", "Farming-fishing",
+        "Transport-moving", "Priv-house-serv", "Protective-serv",
+        "Armed-Forces",
+    ),
+    "relationship": (
+        "Wife", "Own-child", "Husband", "Not-in-family", "Other-relative",
+        "Unmarried",
+    ),
+    "race": (
+        "White", "Asian-Pac-Islander", "Amer-Indian-Eskimo", "Other", "Black",
+    ),
+    "sex": ("Female", "Male"),
+    "native-country": (
+        "United-States", "Cambodia", "England", "Puerto-Rico", "Canada",
+        "Germany", "Outlying-US(Guam-USVI-etc)", "India", "Japan", "Greece",
+        "South", "China", "Cuba", "Iran", "Honduras", "Philippines", "Italy",
+        "Poland", "Jamaica", "Vietnam", "Mexico", "Portugal", "Ireland",
+        "France", "Dominican-Republic", "Laos", "Ecuador", "Taiwan", "Haiti",
+        "Columbia", "Hungary", "Guatemala", "Nicaragua", "Scotland",
+        "Thailand", "Yugoslavia", "El-Salvador", "Trinadad&Tobago", "Peru",
+        "Hong", "Holand-Netherlands",
+    ),
+}
+_CATEGORICAL_FEATURES = tuple(c for c in _FEATURE_NAMES if c in _ADULT_CATEGORIES)
+
+# Public bounds of the numeric columns: (lower, upper, log1p?). Values are
+# clipped to [lower, upper]; with log1p they map to log1p(x) / log1p(upper)
+# (lower is 0 there), otherwise to (x - lower) / (upper - lower).
+# The upper bounds of capital-gain/loss are the largest values the Census
+# coding allows (99,999 is the top code of capital-gain; 4,356 is the
+# largest capital-loss in adult.data; adult.test tops out at 3,770).
+_NUMERIC_BOUNDS = {
+    "age": (17.0, 90.0, False),
+    "fnlwgt": (0.0, 1.5e6, False),
+    "education-num": (1.0, 16.0, False),
+    "capital-gain": (0.0, 99999.0, True),
+    "capital-loss": (0.0, 99999.0, True),
+    "hours-per-week": (1.0, 99.0, False),
+}
+_NUMERIC_FEATURES = tuple(c for c in _FEATURE_NAMES if c in _NUMERIC_BOUNDS)
+
+_DATA_PACKAGE = "sklearn_fdp.datasets"
+_FILES = {"train": "adult.data.gz", "test": "adult.test.gz"}
+_SPLITS = ("train", "test", "both")
+
+DESCR = """\
+.. _adult_dataset:
+
+UCI Adult (Census Income) data set
+----------------------------------
+
+Predict whether a person's yearly income exceeds $50,000 from 14 attributes
+of the 1994 US Census database (extraction by Barry Becker).
+
+:Number of instances: 32,561 train (``adult.data``), 16,281 test
+    (``adult.test``)
+:Number of attributes: 14 (6 numeric, 8 categorical)
+:Target: ``income``, 1 if ``>50K`` else 0 (train 24.08 % positive,
+    test 23.62 %; majority-class test accuracy 76.38 %)
+:Numeric: age, fnlwgt, education-num, capital-gain, capital-loss,
+    hours-per-week
+:Categorical: workclass, education, marital-status, occupation,
+    relationship, race, sex, native-country
+:Missing values: written ``?`` in the files, returned as missing (NaN) in
+    workclass, occupation and native-country
+:Protected attributes used in sklearn_fdp's benchmarks: sex, race,
+    marital-status, relationship, capital-gain, capital-loss
+    (``ADULT_PROTECTED``)
+
+The files are the original UCI distribution, gzip-compressed and bundled
+with sklearn_fdp (no download). The test file's first line
+(``|1x3 Cross validator``) is skipped and the trailing ``.`` of its labels
+removed.
+
+:Source: UCI Machine Learning Repository, "Adult", donated by Barry Becker
+    and Ronny Kohavi (1996), https://doi.org/10.24432/C5XW20
+:Licence: Creative Commons Attribution 4.0 International (CC BY 4.0),
+    https://creativecommons.org/licenses/by/4.0/
+
+.. rubric:: Citation
+
+Becker, B. & Kohavi, R. (1996). Adult [Dataset]. UCI Machine Learning
+Repository. https://doi.org/10.24432/C5XW20
+
+.. rubric:: References
+
+Kohavi, R. (1996). Scaling up the accuracy of Naive-Bayes classifiers: a
+decision-tree hybrid. Proceedings of the Second International Conference on
+Knowledge Discovery and Data Mining (KDD-96), 202-207.
+"""
+
+
+@functools.lru_cache(maxsize=None)
+def _read_adult(split):
+    """Parse one bundled file; cached per process. Callers must copy."""
+    resource = resources.files(_DATA_PACKAGE) / "data" / _FILES[split]
+    with resource.open("rb") as raw, gzip.open(raw, "rt", encoding="ascii") as text:
+        frame = pd.read_csv(
+            io.StringIO(text.read()),
+            header=None,
+            names=[*_FEATURE_NAMES, _TARGET_NAME],
+            skiprows=1 if split == "test" else 0,
+            skipinitialspace=True,
+            na_values={name: ["?"] for name in _CATEGORICAL_FEATURES},
+            keep_default_na=False,
+            skip_blank_lines=True,
+        )
+    labels = frame.pop(_TARGET_NAME).str.rstrip(".")
+    unexpected = sorted(set(labels) - set(_TARGET_NAMES))
+    if unexpected:  # pragma: no cover - guards the bundled files
+        raise ValueError(
+            f"Bundled Adult file {_FILES[split]!r} has unexpected labels "
+            f"{unexpected!r}; the package data is corrupted, reinstall sklearn_fdp."
+        )
+    target = (labels == _TARGET_NAMES[1]).astype(np.int64).rename(_TARGET_NAME)
+    return frame, target
+
+
+def _to_numpy(X, y):
+    return X.to_numpy(dtype=object, na_value=np.nan), y.to_numpy(dtype=np.int64)
+
+
+def load_adult(*, return_X_y=False, as_frame=True, split="both"):
+    """Load the UCI Adult (Census Income) data set bundled with sklearn_fdp.
+
+    The original train (``adult.data``, 32,561 rows) and test (``adult.test``,
+    16,281 rows) files are read from the package, never downloaded. The task
+    is binary: ``income`` is 1 for ``>50K`` and 0 for ``<=50K``.
+
+    Parameters
+    ----------
+    return_X_y : bool, default=False
+        If True, return arrays instead of a :class:`~sklearn.utils.Bunch`:
+        ``(X_train, y_train, X_test, y_test)`` for ``split="both"``, and
+        ``(X, y)`` for ``split="train"`` or ``split="test"``.
+    as_frame : bool, default=True
+        If True, ``X`` is a :class:`pandas.DataFrame` (numeric columns
+        ``int64``, categorical columns strings with missing values as NaN)
+        and ``y`` a :class:`pandas.Series` named ``"income"``. If False,
+        ``X`` is an ``object`` :class:`numpy.ndarray` holding the numbers
+        and the category strings (missing as ``float("nan")``) and ``y`` an
+        ``int64`` array.
+    split : {"both", "train", "test"}, default="both"
+        Which file(s) to return. With ``"both"``, ``data``/``target`` hold
+        the training file and ``data_test``/``target_test`` the test file;
+        with ``"train"`` or ``"test"``, ``data``/``target`` hold that file
+        and ``data_test``/``target_test`` are None.
+
+    Returns
+    -------
+    data : :class:`~sklearn.utils.Bunch`
+        Dictionary-like object with the attributes:
+
+        data : DataFrame of shape (n_samples, 14) or ndarray
+            Features of the training file (or of the requested split).
+        target : Series of shape (n_samples,) or ndarray
+            Labels, 0/1, of ``data``.
+        data_test : DataFrame of shape (16281, 14), ndarray or None
+            Features of the test file when ``split="both"``.
+        target_test : Series of shape (16281,), ndarray or None
+            Labels of ``data_test`` when ``split="both"``.
+        frame : DataFrame of shape (n_samples, 15) or None
+            ``data`` with the ``income`` column appended; None if
+            ``as_frame=False``.
+        feature_names : list of str
+            The 14 column names, in file order.
+        target_names : list of str
+            ``["<=50K", ">50K"]``; label ``i`` means ``target_names[i]``.
+        categorical_features : list of str
+            The 8 categorical columns.
+        numeric_features : list of str
+            The 6 numeric columns.
+        DESCR : str
+            Description, licence (CC BY 4.0) and citation of the data set.
+
+    (X_train, y_train, X_test, y_test) or (X, y) : tuple
+        Only if ``return_X_y`` is True; see ``return_X_y``.
+
+    See Also
+    --------
+    make_adult_preprocessor : Data-independent one-hot and scaling of these
+        columns.
+
+    Notes
+    -----
+    The files are parsed once per process and cached; every call returns
+    fresh copies, so modifying them does not affect later calls.
+
+    Licence: CC BY 4.0. Cite Becker, B. & Kohavi, R. (1996). Adult
+    [Dataset]. UCI Machine Learning Repository.
+    https://doi.org/10.24432/C5XW20
+
+    Examples
+    --------
+    >>> from sklearn_fdp.datasets import load_adult
+    >>> X_train, y_train, X_test, y_test = load_adult(return_X_y=True)
+    >>> X_train.shape, X_test.shape
+    ((32561, 14), (16281, 14))
+    >>> int(y_train.sum()), int(y_test.sum())
+    (7841, 3846)
+    """
+    if split not in _SPLITS:
+        raise ValueError(
+            f"`split` of load_adult must be one of {list(_SPLITS)}, got {split!r}. "
+            "Use 'both' for the train and test files together."
+        )
+    if split == "both":
+        parts = [_read_adult("train"), _read_adult("test")]
+    else:
+        parts = [_read_adult(split)]
+    parts = [(X.copy(), y.copy()) for X, y in parts]
+    if not as_frame:
+        parts = [_to_numpy(X, y) for X, y in parts]
+
+    if return_X_y:
+        return tuple(array for part in parts for array in part)
+
+    X, y = parts[0]
+    X_test, y_test = parts[1] if len(parts) == 2 else (None, None)
+    frame = pd.concat([X, y], axis=1) if as_frame else None
+    return Bunch(
+        data=X,
+        target=y,
+        data_test=X_test,
+        target_test=y_test,
+        frame=frame,
+        feature_names=list(_FEATURE_NAMES),
+        target_names=list(_TARGET_NAMES),
+        categorical_features=list(_CATEGORICAL_FEATURES),
+        numeric_features=list(_NUMERIC_FEATURES),
+        DESCR=DESCR,
+    )
+
+
+def _scale_numeric(X, lower, upper, log):
+    """Clip each column to fixed bounds and map it to [0, 1]; no data statistic."""
+    X = np.clip(np.asarray(X, dtype=np.float64), lower, upper)
+    out = np.empty_like(X)
+    out[:, ~log] = (X[:, ~log] - lower[~log]) / (upper[~log] - lower[~log])
+    out[:, log] = np.log1p(X[:, log]) / np.log1p(upper[log])
+    return out
+
+
+def _select_columns(X, *, names):
+    """Column selector: the names for a DataFrame, their file positions otherwise."""
+    if hasattr(X, "columns"):
+        return list(names)
+    return [_FEATURE_NAMES.index(name) for name in names]
+
+
+def make_adult_preprocessor(*, scale_rows=True):
+    """Make the data-independent Adult feature transformer.
+
+    One-hot encodes the 8 categorical columns against the public category
+    lists of ``adult.names`` and maps the 6 numeric columns to [0, 1] with
+    fixed public bounds, then (optionally) scales every row to unit L2 norm.
+    Nothing is learnt from the data: ``fit`` only records the input's shape
+    and column names, so the transformer can be fitted on private data
+    without spending privacy budget.
+
+    Parameters
+    ----------
+    scale_rows : bool, default=True
+        If True, end with :class:`~sklearn.preprocessing.Normalizer` so that
+        every output row has L2 norm 1 (norm <= 1 up to rounding), the bound
+        DP-SGD-style clipping and the FDP logistic-regression analysis
+        assume. If False, the row-normalising step is ``"passthrough"`` and
+        rows have norm at most ``sqrt(14)``.
+
+    Returns
+    -------
+    preprocessor : :class:`~sklearn.pipeline.Pipeline`
+        Unfitted pipeline ``[("features", ColumnTransformer), ("normalize",
+        Normalizer() or "passthrough")]`` producing a dense float64 array of
+        105 columns, in this order:
+
+        - ``num__<name>`` for age, fnlwgt, education-num, capital-gain,
+          capital-loss, hours-per-week (6 columns);
+        - ``cat__<name>_<category>`` for workclass (8), education (16),
+          marital-status (7), occupation (14), relationship (6), race (5),
+          sex (2) and native-country (41) (99 columns).
+
+    See Also
+    --------
+    load_adult : The data this transformer expects.
+    ADULT_PROTECTED : Protected Adult columns used in the benchmarks.
+
+    Notes
+    -----
+    Privacy: the category lists and numeric bounds are constants written in
+    the code (public knowledge about the Census coding), so the map
+    ``x -> features(x)`` does not depend on any record; applying it is free
+    under any differential-privacy notion. Row normalisation acts on each
+    row alone and is free too.
+
+    Categorical columns: ``OneHotEncoder(categories=<fixed lists>,
+    handle_unknown="ignore")``; a missing value (NaN) or a category not in
+    the list gives an all-zero block for that column.
+
+    Numeric columns, clipped to the bounds then scaled:
+
+    ==============  =======================================
+    age             (clip(x, 17, 90) - 17) / 73
+    fnlwgt          clip(x, 0, 1.5e6) / 1.5e6
+    education-num   (clip(x, 1, 16) - 1) / 15
+    capital-gain    log1p(clip(x, 0, 99999)) / log1p(99999)
+    capital-loss    log1p(clip(x, 0, 99999)) / log1p(99999)
+    hours-per-week  (clip(x, 1, 99) - 1) / 98
+    ==============  =======================================
+
+    Both capital columns use the Census top code 99,999 as their bound (a
+    public constant; the largest capital loss *in the data* is not used, as
+    that would be a statistic of the private records).
+
+    fnlwgt (a Census sampling weight) is kept, as in the 105-column setup
+    the project's reference figures use. Numeric columns must not contain
+    missing values (the Adult files have none).
+
+    The input is a DataFrame with the 14 Adult column names (any order, as
+    :func:`load_adult` returns) or an array whose 14 columns are in file
+    order (``load_adult(as_frame=False)``). Output feature names need the
+    DataFrame input.
+
+    Examples
+    --------
+    >>> from sklearn_fdp.datasets import load_adult, make_adult_preprocessor
+    >>> X_train, y_train, X_test, y_test = load_adult(return_X_y=True)
+    >>> pre = make_adult_preprocessor().fit(X_train)
+    >>> pre.transform(X_test).shape
+    (16281, 105)
+    >>> [str(n) for n in pre.get_feature_names_out()[:2]]
+    ['num__age', 'num__fnlwgt']
+    """
+    lower = np.array([_NUMERIC_BOUNDS[c][0] for c in _NUMERIC_FEATURES])
+    upper = np.array([_NUMERIC_BOUNDS[c][1] for c in _NUMERIC_FEATURES])
+    log = np.array([_NUMERIC_BOUNDS[c][2] for c in _NUMERIC_FEATURES])
+    numeric = FunctionTransformer(
+        _scale_numeric,
+        kw_args={"lower": lower, "upper": upper, "log": log},
+        feature_names_out="one-to-one",
+    )
+    categorical = OneHotEncoder(
+        categories=[list(_ADULT_CATEGORIES[c]) for c in _CATEGORICAL_FEATURES],
+        handle_unknown="ignore",
+        sparse_output=False,
+        dtype=np.float64,
+    )
+    features = ColumnTransformer(
+        [
+            (
+                "num",
+                numeric,
+                functools.partial(_select_columns, names=_NUMERIC_FEATURES),
+            ),
+            (
+                "cat",
+                categorical,
+                functools.partial(_select_columns, names=_CATEGORICAL_FEATURES),
+            ),
+        ],
+        remainder="drop",
+        sparse_threshold=0.0,
+    )
+    normalize = Normalizer(norm="l2") if scale_rows else "passthrough"
+    return Pipeline([("features", features), ("normalize", normalize)])
