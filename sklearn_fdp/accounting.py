@@ -409,7 +409,7 @@ def gaussian_noise_multiplier(epsilon, delta, *, neighboring="add_remove"):
 
     Examples
     --------
-    >>> round(gaussian_noise_multiplier(1.0, 1e-5), 3)
+    >>> round(gaussian_noise_multiplier(1.0, 1e-5), 2)
     3.73
     """
     _check_positive("epsilon", epsilon)
