@@ -1,5 +1,6 @@
 """Private linear classifiers."""
 
 from ._dpsgd import DPSGDClassifier
+from ._feature_dp_logistic import FeatureDPLogisticRegression
 
-__all__ = ["DPSGDClassifier"]
+__all__ = ["DPSGDClassifier", "FeatureDPLogisticRegression"]

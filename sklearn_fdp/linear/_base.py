@@ -113,6 +113,32 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimat
     def _make_public_oracle(self, X, y_enc, loss, rng):
         return None
 
+    def _make_oracles(self, X, y_enc, loss, public_rng):
+        """``(private_oracle, public_oracle)``; ``public_rng`` is the public stream.
+
+        Override when the two oracles share set-up or need more
+        data-independent streams (spawn them from ``public_rng``).
+        """
+        return (
+            self._make_private_oracle(X, y_enc, loss),
+            self._make_public_oracle(X, y_enc, loss, public_rng),
+        )
+
+    def _loss_name(self):
+        """Name of the loss in :data:`LOSSES` (the ``loss`` parameter by default)."""
+        return self.loss
+
+    def _setup_fit(self, X, batch_size):
+        """Resolve data-shape-dependent settings after validation (no-op here)."""
+
+    def _initial_theta(self, X, y_enc, loss, rng, theta0):
+        """Starting point of the noisy run; ``theta0`` (zeros) by default.
+
+        ``rng`` is a dedicated stream that nothing else draws from. An
+        override may use public data only (e.g. public pretraining).
+        """
+        return theta0
+
     # -- fitting -------------------------------------------------------------
 
     def _resolve_batch_size(self, n_samples):
@@ -204,17 +230,19 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimat
         batch_size = self._resolve_batch_size(n_samples)
         sampling_rate = batch_size / n_samples
         steps = max(1, math.ceil(self.epochs * n_samples / batch_size))
+        self._setup_fit(X, batch_size)
         sigma, event, spent, accountant = self._budget(n_samples, sampling_rate, steps)
 
         n_outputs = 1 if len(classes) == 2 else len(classes)
-        loss = LinearLoss(self.loss, n_outputs)
+        loss = LinearLoss(self._loss_name(), n_outputs)
         y_enc = loss.encode(y_index)
         gens = spawn_generators(self.random_state, 4)
-        private_oracle = self._make_private_oracle(X, y_enc, loss)
-        public_oracle = self._make_public_oracle(X, y_enc, loss, gens[_PUBLIC])
+        private_oracle, public_oracle = self._make_oracles(X, y_enc, loss, gens[_PUBLIC])
 
         n_rows = n_features + int(self.fit_intercept)
-        theta0 = np.zeros((n_rows, n_outputs), dtype=X.dtype)
+        theta0 = self._initial_theta(
+            X, y_enc, loss, gens[_INIT], np.zeros((n_rows, n_outputs), dtype=X.dtype)
+        )
         learning_rate = (
             _auto_learning_rate(sigma, batch_size, n_rows * n_outputs)
             if self.learning_rate == "auto"
@@ -289,7 +317,7 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimat
     # -- prediction ----------------------------------------------------------
 
     def _has_proba(self):
-        return self.loss == "log_loss"
+        return self._loss_name() == "log_loss"
 
     @available_if(_has_proba)
     def predict_proba(self, X):

@@ -1,0 +1,226 @@
+"""Gradient oracles of FDP Algorithm 1 for linear log-loss models.
+
+The loss is split as ``ℓ = (ℓ − ℓ_pub) + ℓ_pub`` where ``ℓ_pub`` sees only
+the public part of a record (FDP paper, §5):
+
+* the *public view* ``x_pub`` of ``x`` keeps the public columns and sets the
+  private ones to 0 (``"mask"``) or to fresh N(0, 1) draws
+  (``"gaussian_pad"``, the Purchase100 construction of §6.2);
+* with a public label, ``ℓ_pub(θ; x, y) = ℓ(θ; x_pub, y)``, whose gradient is
+  ``x~_pub r_pubᵀ`` (``r_pub`` the residual at ``x_pub``);
+* with a private label, the label-free ``∇ℓ_pub = x~_pub p_pubᵀ`` with
+  ``p_pub = softmax(θᵀ x~_pub)`` (``σ(z)`` for the binary model): the
+  label-DP case study of §5.
+
+The private per-example gradient ``x~ rᵀ − x~_pub r_pubᵀ`` is clipped without
+being formed, ``‖a bᵀ − c dᵀ‖² = ‖a‖²‖b‖² + ‖c‖²‖d‖² − 2 (a·c)(b·d)``, and
+the clipped batch sum is ``X~ᵀ(c ⊙ R) − X~_pubᵀ(c ⊙ R_pub)``.
+
+Random streams: Gaussian padding is data-independent noise. The padding of
+the *private* batch's ``ℓ_pub`` term and that of the *public* batch come from
+two separate generators (both spawned from the public stream), and the public
+batches from a third. So neither the public batches nor their padding ever
+depend on how many records the Poisson sampler drew (Prop. 3: the public
+computation must not share coins with the private sampling). Conditional on
+the sampling coins, the private batch's padding is i.i.d. N(0, 1) exactly as
+if every record had been given its own padding in advance, so each step is
+a mixture (over data-independent padding) of Poisson-subsampled Gaussian
+mechanisms with per-example sensitivity ``max_grad_norm``, accounted as one.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import expit, softmax
+
+from ._linear import squared_row_norms
+from ._samplers import UniformSampler
+
+PUBLIC_LOSSES = ("mask", "gaussian_pad")
+
+
+class _PublicView:
+    """Decision values, norms and transposed products of ``x_pub`` for a batch."""
+
+    def __init__(self, X, public_mask, public_loss, fit_intercept):
+        if public_loss not in PUBLIC_LOSSES:
+            raise ValueError(f"Unknown public_loss {public_loss!r}; use one of {PUBLIC_LOSSES}.")
+        self.X = X
+        self.n_features = X.shape[1]
+        self.public_mask = np.asarray(public_mask, dtype=bool)
+        self.private_idx = np.flatnonzero(~self.public_mask)
+        self.pad = public_loss == "gaussian_pad" and len(self.private_idx) > 0
+        self.fit_intercept = bool(fit_intercept)
+        self.mask_col = self.public_mask.astype(X.dtype)[:, None]
+        # ‖x_pub‖² over the public columns, and the private columns (for padding).
+        self.pub_norm_sq = squared_row_norms(X[:, np.flatnonzero(self.public_mask)])
+        self.X_priv = X[:, self.private_idx] if self.pad else None
+
+    def draw_padding(self, m, rng, dtype):
+        if not self.pad:
+            return None
+        return rng.standard_normal((m, len(self.private_idx))).astype(dtype, copy=False)
+
+    def decision(self, Xb, theta, G):
+        d = self.n_features
+        Z = np.asarray(Xb @ (theta[:d] * self.mask_col))
+        if G is not None:
+            Z = Z + G @ theta[self.private_idx]
+        if self.fit_intercept:
+            Z = Z + theta[d]
+        return Z
+
+    def norm_sq(self, idx, G):
+        """``‖x~_pub‖²`` per row (intercept included)."""
+        out = self.pub_norm_sq[idx].copy()
+        if G is not None:
+            out += np.einsum("ij,ij->i", G, G)
+        return out + (1.0 if self.fit_intercept else 0.0)
+
+    def cross(self, idx, G):
+        """``x~ · x~_pub`` per row (intercept included)."""
+        out = self.pub_norm_sq[idx].copy()
+        if G is not None:
+            Xq = self.X_priv[idx]
+            if sp.issparse(Xq):
+                out += np.asarray(Xq.multiply(G).sum(axis=1)).ravel()
+            else:
+                out += np.einsum("ij,ij->i", Xq, G)
+        return out + (1.0 if self.fit_intercept else 0.0)
+
+    def transpose_product(self, Xb, W, G, out):
+        """Subtract ``X~_pubᵀ W`` from ``out`` (shape of θ)."""
+        d = self.n_features
+        out[:d] -= np.asarray(Xb.T @ W) * self.mask_col
+        if G is not None:
+            out[self.private_idx] -= G.T @ W
+        if self.fit_intercept:
+            out[d] -= W.sum(axis=0)
+        return out
+
+    def add_transpose_product(self, Xb, W, G, out):
+        """Add ``X~_pubᵀ W`` to ``out``."""
+        d = self.n_features
+        out[:d] += np.asarray(Xb.T @ W) * self.mask_col
+        if G is not None:
+            out[self.private_idx] += G.T @ W
+        if self.fit_intercept:
+            out[d] += W.sum(axis=0)
+        return out
+
+
+def _public_residual(loss, Z_pub, y, label_public):
+    """``r_pub`` (label public) or the label-free ``p_pub``."""
+    if label_public:
+        return loss.residual(Z_pub, y)
+    if loss.n_outputs == 1:
+        return expit(Z_pub[:, 0])[:, None].astype(Z_pub.dtype, copy=False)
+    return softmax(Z_pub, axis=1)
+
+
+class FeatureDPPrivateOracle:
+    """Clipped sums of ``∇ℓ − ∇ℓ_pub`` per example (FDP Algorithm 1, line 4).
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix of shape (n, d)
+    y : ndarray
+        Targets from :meth:`LinearLoss.encode` (log loss).
+    loss : LinearLoss
+        Must be ``"log_loss"``.
+    public_mask : ndarray of bool of shape (d,)
+    label_public : bool
+    public_loss : {"mask", "gaussian_pad"}
+    fit_intercept : bool
+    max_grad_norm : float
+        Clip norm ``C`` (``np.inf``: no clipping, for tests).
+    pad_rng : numpy.random.Generator or None
+        Stream of the padding of the private batch's ``ℓ_pub`` term (needed
+        for ``"gaussian_pad"``); nothing else may draw from it.
+    """
+
+    def __init__(self, X, y, loss, public_mask, label_public, public_loss, fit_intercept,
+                 max_grad_norm, pad_rng=None):
+        if loss.loss != "log_loss":
+            raise ValueError(f"FDP oracles support log_loss only, got {loss.loss!r}.")
+        self.X = X
+        self.y = y
+        self.loss = loss
+        self.label_public = bool(label_public)
+        self.view = _PublicView(X, public_mask, public_loss, fit_intercept)
+        self.fit_intercept = bool(fit_intercept)
+        self.max_grad_norm = float(max_grad_norm)
+        self.pad_rng = pad_rng
+        self.n_features = X.shape[1]
+        self.x_norm_sq = squared_row_norms(X) + (1.0 if fit_intercept else 0.0)
+        if self.view.pad and pad_rng is None:
+            raise ValueError("public_loss='gaussian_pad' needs a pad_rng.")
+
+    def _decision(self, Xb, theta):
+        Z = np.asarray(Xb @ theta[: self.n_features])
+        if self.fit_intercept:
+            Z = Z + theta[self.n_features]
+        return Z
+
+    def per_example_norms(self, idx, theta, R, R_pub, G):
+        """Closed-form ``‖x~ rᵀ − x~_pub r_pubᵀ‖`` per example."""
+        sq = (
+            self.x_norm_sq[idx] * np.einsum("ij,ij->i", R, R)
+            + self.view.norm_sq(idx, G) * np.einsum("ij,ij->i", R_pub, R_pub)
+            - 2.0 * self.view.cross(idx, G) * np.einsum("ij,ij->i", R, R_pub)
+        )
+        return np.sqrt(np.maximum(sq, 0.0))
+
+    def __call__(self, idx, theta):
+        """Sum over ``idx`` of the private per-example gradients clipped to ``C``."""
+        out = np.zeros_like(theta)
+        if len(idx) == 0:
+            return out
+        Xb = self.X[idx]
+        yb = self.y[idx]
+        G = self.view.draw_padding(len(idx), self.pad_rng, theta.dtype)
+        R = self.loss.residual(self._decision(Xb, theta), yb)
+        R_pub = _public_residual(self.loss, self.view.decision(Xb, theta, G), yb,
+                                 self.label_public)
+        if np.isfinite(self.max_grad_norm):
+            norms = self.per_example_norms(idx, theta, R, R_pub, G)
+            tiny = np.finfo(norms.dtype).tiny
+            scale = np.minimum(1.0, self.max_grad_norm / np.maximum(norms, tiny))
+            scale = scale[:, None].astype(R.dtype, copy=False)
+            R = R * scale
+            R_pub = R_pub * scale
+        out[: self.n_features] = np.asarray(Xb.T @ R)
+        if self.fit_intercept:
+            out[self.n_features] = R.sum(axis=0)
+        return self.view.transpose_product(Xb, R_pub, G, out)
+
+
+class FeatureDPPublicOracle:
+    """Mean of ``∇ℓ_pub`` over a uniform public batch (FDP Algorithm 1, line 6).
+
+    Uses only the public columns (and the label when it is public) and its
+    own generators: ``sample_rng`` for the batches, ``pad_rng`` for the
+    Gaussian padding.
+    """
+
+    def __init__(self, X, y, loss, public_mask, label_public, public_loss, fit_intercept,
+                 batch_size, sample_rng, pad_rng=None):
+        self.X = X
+        self.y = y
+        self.loss = loss
+        self.label_public = bool(label_public)
+        self.view = _PublicView(X, public_mask, public_loss, fit_intercept)
+        self.sampler = UniformSampler(X.shape[0], batch_size, sample_rng)
+        self.pad_rng = pad_rng
+        if self.view.pad and pad_rng is None:
+            raise ValueError("public_loss='gaussian_pad' needs a pad_rng.")
+
+    def __call__(self, theta):
+        idx = self.sampler.sample()
+        Xb = self.X[idx]
+        G = self.view.draw_padding(len(idx), self.pad_rng, theta.dtype)
+        R_pub = _public_residual(self.loss, self.view.decision(Xb, theta, G),
+                                 self.y[idx], self.label_public)
+        out = np.zeros_like(theta)
+        self.view.add_transpose_product(Xb, R_pub, G, out)
+        out /= len(idx)
+        return out

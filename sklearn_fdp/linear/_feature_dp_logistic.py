@@ -1,0 +1,385 @@
+"""FeatureDPLogisticRegression: logistic regression with feature DP (FDP Alg. 1)."""
+
+import math
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import _fit_context
+
+from .._engine import EngineConfig, run_dp_sgd
+from .._engine._feature_dp import (
+    PUBLIC_LOSSES,
+    FeatureDPPrivateOracle,
+    FeatureDPPublicOracle,
+)
+from .._validation import Interval, StrOptions
+from ..features import resolve_feature_spec
+from ._base import BaseDPLinearClassifier
+
+# Step size of the noise-free public pretraining when learning_rate="auto":
+# the value the "auto" rule takes once noise is negligible.
+_PRETRAIN_AUTO_LR = 4.0
+
+
+class FeatureDPLogisticRegression(BaseDPLinearClassifier):
+    """Logistic regression with feature differential privacy (FDP Algorithm 1).
+
+    Some columns of ``X`` (and optionally the label) are public: they may
+    leak, while the *private* columns of every record are protected. The
+    log loss is split as ``ℓ = (ℓ − ℓ_pub) + ℓ_pub`` where ``ℓ_pub`` sees only
+    the public part of a record. Each step clips and noises the per-example
+    gradients of ``ℓ − ℓ_pub`` on a Poisson batch, exactly as DP-SGD does, and
+    adds the noise-free mean gradient of ``ℓ_pub`` on a second, independent
+    uniform batch. The run is (ε, δ)-feature-DP (FDP paper, Thm. 5): replacing
+    the private part of one record (or adding/removing a record whose public
+    part is known) changes the model's distribution by at most (ε, δ), with ε
+    accounted as for DP-SGD with the same noise, sampling rate and steps.
+
+    Parameters
+    ----------
+    public_features : spec or None, default=None
+        Columns that are public, as column indices, a boolean mask, column
+        names or a callable ``name -> bool`` (see
+        :func:`sklearn_fdp.features.resolve_feature_spec`; an original column
+        name such as ``"sex"`` also selects its one-hot outputs
+        ``"cat__sex_Male"``, ...). Give exactly one of ``public_features``
+        and ``private_features``.
+    private_features : spec or None, default=None
+        Columns to protect; every other column is public.
+    label_public : bool, default=False
+        Whether the label is public. If False (the default) the label is
+        protected and ``ℓ_pub`` is the label-free loss whose gradient is
+        ``x~_pub pᵀ`` with ``p = softmax(θᵀ x~_pub)``; with every feature
+        public this is label DP (the paper's logistic-regression case study,
+        where ``∇(ℓ − ℓ_pub) = −x~ e_yᵀ``). If True, ``ℓ_pub(θ; x, y) =
+        ℓ(θ; x_pub, y)``.
+    public_loss : {"mask", "gaussian_pad"}, default="mask"
+        Public view ``x_pub`` of a record: private columns set to 0
+        (``"mask"``) or replaced by fresh N(0, 1) draws at every step
+        (``"gaussian_pad"``, the Purchase100 construction of §6.2).
+    method : {"alg1", "dpsgd"}, default="alg1"
+        ``"alg1"``: FDP Algorithm 1 as above. ``"dpsgd"``: the paper's
+        "FDP (DP-SGD)" (§6.3): ``public_epochs`` of public pretraining on
+        ``ℓ_pub``, then plain DP-SGD on the full loss (``alpha`` and
+        ``public_batch_size`` are then used by the pretraining only).
+    alpha : float, default=1.0
+        Weight of the noisy private gradient: ``g = g_pub + alpha * g_priv``
+        (post-processing; any value in (0, inf) keeps the guarantee).
+    public_batch_size : int, "auto" or "full", default="auto"
+        Size ``m'`` of the uniform public batch. ``"auto"``: the expected
+        private batch size ``batch_size_``; ``"full"``: all ``n`` rows (the
+        paper's ``m' = n`` setting of Thm. 6).
+    public_epochs : float, default=0.0
+        Passes of noise-free SGD on ``ℓ_pub`` alone before the private run
+        (free: Remark 2). Needs ``label_public=True`` (the label-free
+        ``ℓ_pub`` has no minimiser). Step size ``learning_rate``, or 4 when
+        it is ``"auto"``.
+    epsilon : float or None, default=1.0
+        Privacy budget of one call to ``fit``, in (0, inf). The noise
+        multiplier is calibrated so that the run spends at most this. May be
+        None only when ``noise_multiplier`` is given.
+    delta : float, default=1e-5
+        δ of the guarantee, in [0, 1). Keep it well below ``1 / n_samples``
+        (a warning is issued otherwise).
+    max_grad_norm : float, default=1.0
+        Clip norm ``C`` of each per-example gradient, > 0. With rows of norm
+        at most 1 and an intercept, a logistic gradient has norm at most
+        ``sqrt(2)``.
+    noise_multiplier : float or None, default=None
+        σ. When given, ε is computed rather than targeted; if ``epsilon`` is
+        also given, ``fit`` raises :class:`BudgetExceededError` when the
+        run would spend more than ``epsilon``.
+    batch_size : int or "auto", default="auto"
+        Expected Poisson batch size ``q * n``. ``"auto"`` uses
+        ``clip(round(8 * sqrt(n)), 64, 4096)``.
+    epochs : float, default=10.0
+        Passes over the data; the number of steps is
+        ``ceil(epochs * n / batch_size)``.
+    learning_rate : float or "auto", default="auto"
+        Base step size. ``"auto"`` scales it to the noise of each step:
+        ``min(4, 0.15 B / (σ sqrt(p)))`` for ``p`` parameters and expected
+        batch ``B`` (a rule fitted on a validation split of Adult; see
+        ``benchmarks/bench_adult.py``).
+    lr_schedule : {"constant", "cosine", "linear"}, default="cosine"
+        Decay of the step size over the run.
+    momentum : float, default=0.9
+        Heavy-ball momentum in [0, 1).
+    average : bool, default=True
+        Return the average of the iterates of the second half of the run
+        (post-processing: free) instead of the last one.
+    l2_regularization : float, default=0.0
+        Weight decay ``λ θ`` added to every step.
+    fit_intercept : bool, default=True
+        Fit an intercept; it is part of every per-example gradient and hence
+        clipped and noised with it.
+    accountant : {"auto", "pld", "rdp"}, default="auto"
+        dp-accounting's accountant. ``"pld"`` (privacy-loss distributions) is
+        the tightest: 5-8 % less noise than ``"rdp"`` for the same ε, but
+        slow to evaluate for large ε. ``"auto"`` uses PLD for ``epsilon <= 2``
+        (and for ``neighboring="replace"``) and RDP above.
+    neighboring : {"add_remove", "replace"}, default="add_remove"
+        Neighbouring relation of the guarantee. ``"replace"`` needs PLD
+        (``accountant="pld"`` or ``"auto"``).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the batches and the noise; a fixed value reproduces ``coef_``.
+    verbose : int, default=0
+        Print the ε spent after every epoch.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+    classes_ : ndarray of shape (n_classes,)
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Defined when ``X`` has string column names.
+    epsilon_ : float
+        ε the run actually spent at ``delta_`` (≤ ``epsilon``).
+    delta_ : float
+    noise_multiplier_ : float
+        σ used (calibrated or given).
+    sampling_rate_ : float
+        Poisson rate ``q = batch_size_ / n_samples``.
+    batch_size_ : int
+        Expected batch size used.
+    learning_rate_ : float
+        Step size used.
+    steps_ : int
+        Number of noisy steps.
+    n_iter_ : int
+        Same as ``steps_``.
+    accountant_ : str
+        Accountant that computed ``noise_multiplier_`` and ``epsilon_``.
+    dp_event_ : dp_accounting.DpEvent
+        The mechanism run by ``fit``, for re-accounting (e.g. at another δ).
+    public_mask_ : ndarray of bool of shape (n_features_in_,)
+        Which columns were treated as public.
+    public_features_ : ndarray of int
+        Indices of the public columns.
+    private_features_ : ndarray of int
+        Indices of the protected columns.
+    label_public_ : bool
+        Whether the label was treated as public.
+    public_batch_size_ : int
+        Size of the uniform public batches used.
+
+    Notes
+    -----
+    Privacy: unit = the private columns of one record (and its label unless
+    ``label_public``), feature DP relative to the public part Ψ(x) (FDP
+    paper, Def. 5 for ``neighboring="replace"``, the simulation-based
+    Def. 6 for ``"add_remove"``). Per-example clipping of ``∇ℓ − ∇ℓ_pub`` to
+    ``max_grad_norm``; ε by dp-accounting for the self-composed
+    Poisson-subsampled Gaussian (Thm. 5), identical to
+    :class:`DPSGDClassifier`'s for the same (σ, q, T). The public batches,
+    their Gaussian padding and the padding of the private batch's ``ℓ_pub``
+    term use generators of their own, never the Poisson sampler's (Prop. 3:
+    sharing its coins would void amplification by subsampling). Public
+    pretraining reads only public data (Remark 2). NOT protected: the
+    public columns, the label when ``label_public=True``, ``n``, the set of
+    classes. Feature DP does not hide whether a record is in the data (its
+    public part is assumed known); use :class:`DPSGDClassifier` for
+    membership privacy. Declaring a column public that is not leaked
+    anyway weakens the protection of the rest through correlations.
+
+    See Also
+    --------
+    DPSGDClassifier : DP-SGD protecting whole records.
+
+    References
+    ----------
+    Mahloujifar, Guo et al., "Machine Learning with Privacy for Protected
+    Attributes": §5 (Algorithm 1, Thm. 5, Prop. 3, Remark 2, the label-DP
+    logistic-regression case study) and §6.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn.preprocessing import Normalizer
+    >>> from sklearn_fdp import FeatureDPLogisticRegression
+    >>> X, y = make_classification(n_samples=2000, n_features=6, random_state=0)
+    >>> X = Normalizer().fit_transform(X)
+    >>> clf = FeatureDPLogisticRegression(private_features=[0, 1], label_public=True,
+    ...                                   epsilon=1.0, random_state=0).fit(X, y)
+    >>> clf.private_features_.tolist(), bool(clf.epsilon_ <= 1.0)
+    ([0, 1], True)
+    """
+
+    _parameter_constraints: dict = {
+        **{k: v for k, v in BaseDPLinearClassifier._parameter_constraints.items()
+           if k != "loss"},
+        "public_features": "no_validation",
+        "private_features": "no_validation",
+        "label_public": ["boolean"],
+        "public_loss": [StrOptions(set(PUBLIC_LOSSES))],
+        "method": [StrOptions({"alg1", "dpsgd"})],
+        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "public_batch_size": [Interval(Integral, 1, None, closed="left"),
+                              StrOptions({"auto", "full"})],
+        "public_epochs": [Interval(Real, 0, None, closed="left")],
+    }
+
+    def __init__(
+        self,
+        *,
+        public_features=None,
+        private_features=None,
+        label_public=False,
+        public_loss="mask",
+        method="alg1",
+        alpha=1.0,
+        public_batch_size="auto",
+        public_epochs=0.0,
+        epsilon=1.0,
+        delta=1e-5,
+        max_grad_norm=1.0,
+        noise_multiplier=None,
+        batch_size="auto",
+        epochs=10.0,
+        learning_rate="auto",
+        lr_schedule="cosine",
+        momentum=0.9,
+        average=True,
+        l2_regularization=0.0,
+        fit_intercept=True,
+        accountant="auto",
+        neighboring="add_remove",
+        random_state=None,
+        verbose=0,
+    ):
+        self.public_features = public_features
+        self.private_features = private_features
+        self.label_public = label_public
+        self.public_loss = public_loss
+        self.method = method
+        self.alpha = alpha
+        self.public_batch_size = public_batch_size
+        self.public_epochs = public_epochs
+        self.epsilon = epsilon
+        self.delta = delta
+        self.max_grad_norm = max_grad_norm
+        self.noise_multiplier = noise_multiplier
+        self.batch_size = batch_size
+        self.epochs = epochs
+        self.learning_rate = learning_rate
+        self.lr_schedule = lr_schedule
+        self.momentum = momentum
+        self.average = average
+        self.l2_regularization = l2_regularization
+        self.fit_intercept = fit_intercept
+        self.accountant = accountant
+        self.neighboring = neighboring
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # -- hooks of BaseDPLinearClassifier -------------------------------------
+
+    def _loss_name(self):
+        return "log_loss"
+
+    def _check_params(self, X, y):
+        super()._check_params(X, y)
+        if self.public_epochs > 0 and not self.label_public:
+            raise ValueError(
+                f"public_epochs={self.public_epochs!r} of {type(self).__name__} needs "
+                "label_public=True: with a private label the public loss is label-free "
+                "(its gradient x pᵀ pushes every score down) and pretraining on it "
+                "alone has no minimiser. Set public_epochs=0 or label_public=True."
+            )
+
+    def _setup_fit(self, X, batch_size):
+        n_samples, n_features = X.shape
+        name = type(self).__name__
+        self.public_mask_ = resolve_feature_spec(
+            self.public_features,
+            self.private_features,
+            n_features,
+            getattr(self, "feature_names_in_", None),
+            name,
+            label_public=self.label_public,
+        )
+        self.public_features_ = np.flatnonzero(self.public_mask_)
+        self.private_features_ = np.flatnonzero(~self.public_mask_)
+        self.label_public_ = bool(self.label_public)
+        if self.public_batch_size == "auto":
+            self.public_batch_size_ = int(batch_size)
+        elif self.public_batch_size == "full":
+            self.public_batch_size_ = int(n_samples)
+        elif self.public_batch_size > n_samples:
+            raise ValueError(
+                f"`public_batch_size` of {name} is {self.public_batch_size!r} but the "
+                f"data have only {n_samples} rows. Use public_batch_size <= n_samples, "
+                "'full' or 'auto'."
+            )
+        else:
+            self.public_batch_size_ = int(self.public_batch_size)
+
+    def _public_oracle(self, X, y_enc, loss, sample_rng, pad_rng):
+        return FeatureDPPublicOracle(
+            X, y_enc, loss, self.public_mask_, self.label_public, self.public_loss,
+            self.fit_intercept, self.public_batch_size_, sample_rng, pad_rng,
+        )
+
+    def _make_oracles(self, X, y_enc, loss, public_rng):
+        if self.method == "dpsgd":
+            return self._make_private_oracle(X, y_enc, loss), None
+        # Three independent children of the public stream: public batches,
+        # their padding, and the padding of the private batch's ℓ_pub term.
+        sample_rng, pub_pad_rng, priv_pad_rng = public_rng.spawn(3)
+        private = FeatureDPPrivateOracle(
+            X, y_enc, loss, self.public_mask_, self.label_public, self.public_loss,
+            self.fit_intercept, self.max_grad_norm, pad_rng=priv_pad_rng,
+        )
+        return private, self._public_oracle(X, y_enc, loss, sample_rng, pub_pad_rng)
+
+    def _engine_extra(self):
+        return {"alpha": float(self.alpha)} if self.method == "alg1" else {}
+
+    def _initial_theta(self, X, y_enc, loss, rng, theta0):
+        """Public pretraining (Remark 2): noise-free SGD on ``ℓ_pub`` only."""
+        if self.public_epochs <= 0:
+            return theta0
+        n_samples = X.shape[0]
+        sample_rng, pad_rng = rng.spawn(2)
+        public = self._public_oracle(X, y_enc, loss, sample_rng, pad_rng)
+        steps = max(1, math.ceil(self.public_epochs * n_samples / self.public_batch_size_))
+        lr = _PRETRAIN_AUTO_LR if self.learning_rate == "auto" else float(self.learning_rate)
+        config = EngineConfig(
+            steps=steps,
+            sampling_rate=1.0,  # the "private" part below is identically zero
+            noise_multiplier=0.0,
+            max_grad_norm=np.inf,
+            learning_rate=lr,
+            lr_schedule=self.lr_schedule,
+            momentum=self.momentum,
+            alpha=0.0,
+            l2_regularization=self.l2_regularization,
+        )
+        result = run_dp_sgd(
+            theta0,
+            lambda idx, theta: np.zeros_like(theta),
+            n_samples,
+            config,
+            sample_rng=rng,
+            noise_rng=rng,
+            public_oracle=public,
+        )
+        return result.theta
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit the model with FDP Algorithm 1 (or pretraining + DP-SGD).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data. Rows should have a data-independent L2 bound
+            (e.g. scaled to norm ≤ 1); clipping bounds each gradient anyway.
+        y : array-like of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        self : FeatureDPLogisticRegression
+        """
+        return self._fit_engine(X, y)

@@ -1,0 +1,347 @@
+"""FeatureDPLogisticRegression: FDP Algorithm 1 oracles, streams, accounting, behaviour."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_classification
+from sklearn.preprocessing import Normalizer
+
+from sklearn_fdp import DPSGDClassifier, FeatureDPLogisticRegression
+from sklearn_fdp._engine import LinearLoss, PoissonSampler, UniformSampler
+from sklearn_fdp._engine._feature_dp import FeatureDPPrivateOracle, FeatureDPPublicOracle
+
+from .._reference import clipped_sum, per_example_gradients
+
+
+@pytest.fixture(scope="module")
+def binary():
+    X, y = make_classification(n_samples=2000, n_features=8, n_informative=5, random_state=0)
+    return Normalizer().fit_transform(X), y
+
+
+@pytest.fixture(scope="module")
+def multiclass():
+    X, y = make_classification(n_samples=2000, n_features=8, n_informative=6, n_classes=3,
+                               n_clusters_per_class=1, random_state=1)
+    return Normalizer().fit_transform(X), y
+
+
+# -- naive reference of the FDP per-example gradients ---------------------------
+
+
+def _softmax_or_sigmoid(z):
+    if z.shape[0] == 1:
+        return 1.0 / (1.0 + np.exp(-z))
+    p = np.exp(z - z.max())
+    return p / p.sum()
+
+
+def _naive_fdp_grads(X, y, theta, k, public_mask, label_public, pad=None):
+    """∇ℓ − ∇ℓ_pub, one example at a time; ``pad`` replaces the private columns."""
+    full = per_example_gradients(X, y, theta, "log_loss", k, True)
+    out = []
+    for i in range(X.shape[0]):
+        x_pub = X[i] * public_mask
+        if pad is not None:
+            x_pub[~public_mask] = pad[i]
+        xt = np.append(x_pub, 1.0)
+        p = _softmax_or_sigmoid(xt @ theta)
+        if label_public:
+            r = p.copy()
+            if k == 1:
+                r[0] -= y[i]
+            else:
+                r[y[i]] -= 1.0
+        else:
+            r = p
+        out.append(full[i] - np.outer(xt, r))
+    return np.array(out)
+
+
+def _setup(X, y_index, k, seed=0):
+    loss = LinearLoss("log_loss", k)
+    theta = np.random.default_rng(seed).normal(scale=2.0, size=(X.shape[1] + 1, k))
+    return loss, loss.encode(y_index), theta
+
+
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("label_public", [True, False])
+@pytest.mark.parametrize("public_loss", ["mask", "gaussian_pad"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_private_oracle_matches_naive_reference(binary, multiclass, k, label_public,
+                                                public_loss, sparse):
+    X, y = (binary if k == 1 else multiclass)
+    X, y = X[:60], y[:60]
+    loss, y_enc, theta = _setup(X, y, k)
+    public_mask = np.array([True, False, True, True, False, False, True, False])
+    idx = np.arange(0, 60, 2)
+    n_priv = int((~public_mask).sum())
+    pad = np.random.default_rng(5).standard_normal((len(idx), n_priv))
+    ref = _naive_fdp_grads(X[idx], y[idx], theta, k, public_mask, label_public,
+                           pad if public_loss == "gaussian_pad" else None)
+    Xin = sp.csr_matrix(X) if sparse else X
+    for C in [np.inf, 0.3]:
+        oracle = FeatureDPPrivateOracle(Xin, y_enc, loss, public_mask, label_public,
+                                        public_loss, True, C,
+                                        pad_rng=np.random.default_rng(5))
+        expected = ref.sum(axis=0) if np.isinf(C) else clipped_sum(ref, C)
+        np.testing.assert_allclose(oracle(idx, theta), expected, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_each_clipped_private_gradient_has_norm_at_most_C(binary, multiclass, k):
+    X, y = (binary if k == 1 else multiclass)
+    X, y = X[:40], y[:40]
+    loss, y_enc, theta = _setup(X, y, k, seed=1)
+    public_mask = np.arange(8) < 4
+    for public_loss in ["mask", "gaussian_pad"]:
+        oracle = FeatureDPPrivateOracle(X, y_enc, loss, public_mask, False, public_loss, True,
+                                        0.05, pad_rng=np.random.default_rng(0))
+        norms = [np.linalg.norm(oracle(np.array([i]), theta)) for i in range(40)]
+        assert max(norms) <= 0.05 * (1 + 1e-12)
+        assert min(norms) > 0.049  # unclipped norms here are all larger than C
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_label_dp_private_gradient_is_minus_x_ey(binary, multiclass, k):
+    """All features public, label private: ∇ℓ − ∇ℓ_pub = −x~ e_yᵀ (the §5 case study)."""
+    X, y = (binary if k == 1 else multiclass)
+    X, y = X[:30], y[:30]
+    loss, y_enc, theta = _setup(X, y, k, seed=2)
+    oracle = FeatureDPPrivateOracle(X, y_enc, loss, np.ones(8, bool), False, "mask", True,
+                                    np.inf)
+    for i in range(30):
+        xt = np.append(X[i], 1.0)
+        e = np.array([float(y[i])]) if k == 1 else np.eye(k)[y[i]]
+        np.testing.assert_allclose(oracle(np.array([i]), theta), -np.outer(xt, e),
+                                   atol=1e-12)
+    # Hence the norm is ‖x~‖ ≤ sqrt(2) (or 0 when y = 0 in the binary model).
+    norms = oracle.per_example_norms(
+        np.arange(30), theta, loss.residual(oracle._decision(X, theta), y_enc),
+        _softmax_rows(oracle._decision(X, theta)), None)
+    expect = np.linalg.norm(np.c_[X, np.ones(30)], axis=1)
+    if k == 1:
+        expect = expect * y
+    np.testing.assert_allclose(norms, expect, atol=1e-7)
+
+
+def _softmax_rows(Z):
+    if Z.shape[1] == 1:
+        return 1.0 / (1.0 + np.exp(-Z))
+    E = np.exp(Z - Z.max(axis=1, keepdims=True))
+    return E / E.sum(axis=1, keepdims=True)
+
+
+def test_public_oracle_is_mean_public_gradient_and_ignores_private_data(multiclass):
+    X, y = multiclass
+    X, y = X[:50], y[:50]
+    loss, y_enc, theta = _setup(X, y, 3, seed=3)
+    public_mask = np.arange(8) >= 3
+    oracle = FeatureDPPublicOracle(X, y_enc, loss, public_mask, True, "mask", True, 50,
+                                   np.random.default_rng(0))
+    full = per_example_gradients(X * public_mask, y, theta, "log_loss", 3, True)
+    np.testing.assert_allclose(oracle(theta), full.mean(axis=0), atol=1e-12)
+    # Changing private columns does not change the public gradient.
+    X2 = X.copy()
+    X2[:, ~public_mask] = np.random.default_rng(1).normal(size=(50, 3))
+    again = FeatureDPPublicOracle(X2, y_enc, loss, public_mask, True, "mask", True, 50,
+                                  np.random.default_rng(0))
+    np.testing.assert_array_equal(again(theta), oracle(theta))
+
+
+# -- random streams (Prop. 3) ---------------------------------------------------
+
+
+def _spy_batches(monkeypatch):
+    private, rngs = [], {"poisson": [], "uniform": []}
+    orig_sample = PoissonSampler.sample
+    orig_p_init, orig_u_init = PoissonSampler.__init__, UniformSampler.__init__
+
+    def sample(self):
+        idx = orig_sample(self)
+        private.append(idx.copy())
+        return idx
+
+    def p_init(self, n, rate, rng):
+        rngs["poisson"].append(rng)
+        orig_p_init(self, n, rate, rng)
+
+    def u_init(self, n, size, rng):
+        rngs["uniform"].append(rng)
+        orig_u_init(self, n, size, rng)
+
+    monkeypatch.setattr(PoissonSampler, "sample", sample)
+    monkeypatch.setattr(PoissonSampler, "__init__", p_init)
+    monkeypatch.setattr(UniformSampler, "__init__", u_init)
+    return private, rngs
+
+
+def test_public_stream_does_not_touch_private_sampling(binary, monkeypatch):
+    """Public batch size, padding and pretraining never change the Poisson batches."""
+    X, y = binary
+    runs = []
+    for kw in [dict(public_batch_size=8), dict(public_batch_size="full"),
+               dict(public_batch_size=200, public_loss="gaussian_pad"),
+               dict(public_loss="gaussian_pad", public_epochs=1.0)]:
+        private, rngs = _spy_batches(monkeypatch)
+        FeatureDPLogisticRegression(private_features=[0, 1], label_public=True, epsilon=1.0,
+                                    epochs=1, accountant="rdp", random_state=4,
+                                    **kw).fit(X, y)
+        assert rngs["uniform"], "the public oracle samples its own batches"
+        # No public sampler shares a generator with the private Poisson sampler.
+        assert all(u is not p for u in rngs["uniform"] for p in rngs["poisson"])
+        runs.append(private)
+        monkeypatch.undo()
+    steps = len(runs[0])
+    assert steps > 5
+    for other in runs[1:]:
+        # Public pretraining runs the engine first (full "batches", its own
+        # stream); the private batches are the last ``steps`` ones.
+        assert len(other) >= steps
+        for a, b in zip(runs[0], other[-steps:]):
+            np.testing.assert_array_equal(a, b)
+        assert len(other[-1]) < len(y)
+
+
+# -- accounting -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["alg1", "dpsgd"])
+def test_epsilon_equals_dpsgd_accounting(binary, method):
+    X, y = binary
+    common = dict(noise_multiplier=1.3, epsilon=None, batch_size=100, epochs=2,
+                  accountant="rdp", random_state=0)
+    fdp = FeatureDPLogisticRegression(private_features=[0], label_public=True, method=method,
+                                      public_epochs=1.0, **common).fit(X, y)
+    ref = DPSGDClassifier(**common).fit(X, y)
+    assert (fdp.noise_multiplier_, fdp.sampling_rate_, fdp.steps_) == (
+        ref.noise_multiplier_, ref.sampling_rate_, ref.steps_)
+    assert fdp.epsilon_ == ref.epsilon_
+    assert fdp.dp_event_ == ref.dp_event_
+    calibrated = FeatureDPLogisticRegression(private_features=[0], epsilon=0.5, epochs=2,
+                                             accountant="rdp", random_state=0).fit(X, y)
+    ref = DPSGDClassifier(epsilon=0.5, epochs=2, accountant="rdp", random_state=0).fit(X, y)
+    assert calibrated.noise_multiplier_ == ref.noise_multiplier_
+    assert calibrated.epsilon_ == ref.epsilon_ <= 0.5
+
+
+# -- utility --------------------------------------------------------------------
+
+
+def _public_signal_data(seed, n):
+    """3 public columns carry the signal, 30 private columns almost none."""
+    rng = np.random.default_rng(seed)
+    X_pub, X_priv = rng.standard_normal((n, 3)), rng.standard_normal((n, 30))
+    z = X_pub @ np.array([3.0, -3.0, 2.0]) + 0.3 * X_priv[:, 0]
+    y = (rng.random(n) < 1.0 / (1.0 + np.exp(-z))).astype(int)
+    X = np.hstack([X_pub, X_priv])
+    return X / np.linalg.norm(X, axis=1, keepdims=True), y
+
+
+@pytest.mark.parametrize("fdp_params", [
+    dict(public_epochs=5.0),  # public pretraining (Remark 2), then Algorithm 1
+    dict(alpha=0.1, learning_rate=1.0),  # Algorithm 1 with a down-weighted noisy part
+])
+def test_fdp_beats_dpsgd_at_small_epsilon_when_public_features_carry_the_signal(fdp_params):
+    fdp, dpsgd = [], []
+    for seed in range(3):
+        X, y = _public_signal_data(seed, 1000)
+        X_test, y_test = _public_signal_data(100 + seed, 4000)
+        common = dict(epsilon=0.1, delta=1e-5, accountant="rdp", random_state=seed)
+        fdp.append(FeatureDPLogisticRegression(public_features=[0, 1, 2], label_public=True,
+                                               **common, **fdp_params)
+                   .fit(X, y).score(X_test, y_test))
+        dpsgd.append(DPSGDClassifier(**common).fit(X, y).score(X_test, y_test))
+    # Measured (seeds 0-2): DP-SGD ≈ 0.54 (near chance at ε = 0.1, n = 1000, 34
+    # parameters), FDP ≈ 0.82. The per-seed spread of either is ≈ 0.03, so a
+    # margin of 0.1 on the 3-seed means leaves room for seeds and platforms
+    # while still failing if the public gradient were lost.
+    assert np.mean(fdp) > np.mean(dpsgd) + 0.1
+
+
+# -- behaviour ------------------------------------------------------------------
+
+
+def test_fitted_attributes_and_multiclass(multiclass):
+    X, y = multiclass
+    clf = FeatureDPLogisticRegression(private_features=[1, -1], epsilon=4.0, epochs=3,
+                                      accountant="rdp", random_state=0).fit(X, y)
+    assert clf.coef_.shape == (3, 8) and clf.intercept_.shape == (3,)
+    np.testing.assert_array_equal(clf.private_features_, [1, 7])
+    np.testing.assert_array_equal(clf.public_features_, [0, 2, 3, 4, 5, 6])
+    assert clf.public_mask_.dtype == bool and clf.public_mask_.sum() == 6
+    assert clf.label_public_ is False
+    assert clf.public_batch_size_ == clf.batch_size_
+    assert clf.score(X, y) > 0.6
+    np.testing.assert_allclose(clf.predict_proba(X).sum(axis=1), 1.0)
+    assert "loss" not in clf.get_params()
+
+
+def test_dataframe_names_select_encoder_columns(binary):
+    X, y = binary
+    cols = ["num__age", "cat__sex_Female", "cat__sex_Male", "num__hours", "f4", "f5", "f6",
+            "f7"]
+    clf = FeatureDPLogisticRegression(private_features=["sex", "f7"], epsilon=2.0, epochs=1,
+                                      accountant="rdp", random_state=0)
+    clf.fit(pd.DataFrame(X, columns=cols), y)
+    np.testing.assert_array_equal(clf.private_features_, [1, 2, 7])
+    with pytest.raises(ValueError, match="no feature names"):
+        clf.fit(X, y)
+
+
+@pytest.mark.parametrize("params,match", [
+    (dict(), "exactly one of"),
+    (dict(public_features=[0], private_features=[1]), "exactly one of"),
+    (dict(private_features=[99]), "out of range"),
+    (dict(private_features=[], label_public=True), "nothing is protected"),
+    (dict(private_features=[0], public_epochs=1.0), "label_public=True"),
+    (dict(private_features=[0], public_batch_size=10**6), "public_batch_size.*only 2000"),
+    (dict(private_features=[0], public_loss="zeros"), "public_loss"),
+    (dict(private_features=[0], method="sgd"), "method"),
+    (dict(private_features=[0], alpha=0.0), "alpha"),
+    (dict(private_features=[0], loss="hinge"), "loss"),
+])
+def test_bad_specs_and_parameters_raise(binary, params, match):
+    X, y = binary
+    with pytest.raises((ValueError, TypeError), match=match):
+        FeatureDPLogisticRegression(**params).fit(X, y)
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(public_loss="gaussian_pad"),
+                                dict(method="dpsgd", label_public=True, public_epochs=1.0)])
+def test_same_random_state_same_coef(binary, kw):
+    X, y = binary
+    make = lambda rs: FeatureDPLogisticRegression(  # noqa: E731
+        private_features=[0, 3], epsilon=1.0, epochs=2, accountant="rdp", random_state=rs,
+        **kw).fit(X, y)
+    a, b, c = make(7), make(7), make(8)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.intercept_, b.intercept_)
+    assert not np.array_equal(a.coef_, c.coef_)
+
+
+def test_sparse_matches_dense(binary):
+    X, y = binary
+    kw = dict(private_features=[0, 3], public_loss="gaussian_pad", epsilon=1.0, epochs=1,
+              accountant="rdp", random_state=3)
+    dense = FeatureDPLogisticRegression(**kw).fit(X, y)
+    csr = FeatureDPLogisticRegression(**kw).fit(sp.csr_matrix(X), y)
+    np.testing.assert_allclose(dense.coef_, csr.coef_, rtol=1e-9, atol=1e-12)
+    f32 = FeatureDPLogisticRegression(**kw).fit(X.astype(np.float32), y)
+    assert f32.coef_.dtype == np.float32
+
+
+def test_inputs_are_not_mutated(binary):
+    X, y = binary
+    X0, y0 = X.copy(), y.copy()
+    spec = [0, 2]
+    clf = FeatureDPLogisticRegression(private_features=spec, public_loss="gaussian_pad",
+                                      label_public=True, public_epochs=0.5, epsilon=1.0,
+                                      epochs=1, random_state=0)
+    params = clf.get_params()
+    clf.fit(X, y)
+    np.testing.assert_array_equal(X, X0)
+    np.testing.assert_array_equal(y, y0)
+    assert spec == [0, 2]
+    assert clf.get_params() == params

@@ -1,0 +1,82 @@
+"""resolve_feature_spec: indices, masks, names (with encoder outputs), callables."""
+
+import numpy as np
+import pytest
+
+from sklearn_fdp.features import resolve_feature_spec
+
+ADULT_OUT = np.array([
+    "num__age", "num__hours-per-week", "cat__sex_Female", "cat__sex_Male",
+    "cat__race_White", "cat__race_Black", "remainder__fnlwgt",
+])
+
+
+def _resolve(public=None, private=None, n=5, names=None, **kw):
+    return resolve_feature_spec(public, private, n, names, "Est", **kw)
+
+
+def test_indices_negative_and_duplicates():
+    np.testing.assert_array_equal(_resolve(public=[0, -1, 0]), [1, 0, 0, 0, 1])
+    np.testing.assert_array_equal(_resolve(private=[1, -2, 1]), [1, 0, 1, 0, 1])
+    np.testing.assert_array_equal(_resolve(public=np.array([2])), [0, 0, 1, 0, 0])
+    np.testing.assert_array_equal(_resolve(public=3), [0, 0, 0, 1, 0])
+    assert _resolve(public=[]).sum() == 0  # every feature private is fine
+
+
+def test_boolean_mask():
+    mask = np.array([True, False, True, False, False])
+    np.testing.assert_array_equal(_resolve(public=mask), mask)
+    np.testing.assert_array_equal(_resolve(private=list(mask)), ~mask)
+    with pytest.raises(ValueError, match="length 3 but X has 5 columns"):
+        _resolve(public=[True, False, True])
+
+
+def test_exact_names_and_encoder_outputs():
+    names = ADULT_OUT
+    mask = _resolve(private=["sex"], n=len(names), names=names)
+    assert list(names[~mask]) == ["cat__sex_Female", "cat__sex_Male"]
+    mask = _resolve(public=["age", "race", "fnlwgt"], n=len(names), names=names)
+    assert list(names[mask]) == ["num__age", "cat__race_White", "cat__race_Black",
+                                 "remainder__fnlwgt"]
+    # An exact column name selects that column only.
+    mask = _resolve(public=["cat__sex_Male"], n=len(names), names=names)
+    assert list(names[mask]) == ["cat__sex_Male"]
+    # Plain one-hot outputs (OneHotEncoder without ColumnTransformer prefixes).
+    plain = np.array(["sex_Female", "sex_Male", "age"])
+    mask = _resolve(private="sex", n=3, names=plain)
+    np.testing.assert_array_equal(mask, [False, False, True])
+
+
+def test_callable():
+    mask = _resolve(public=lambda c: c.startswith("num__"), n=len(ADULT_OUT), names=ADULT_OUT)
+    assert list(ADULT_OUT[mask]) == ["num__age", "num__hours-per-week"]
+    with pytest.raises(ValueError, match="callable.*no feature names"):
+        _resolve(public=lambda c: True)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(public=["sex", "salary"], names=ADULT_OUT, n=7), r"unknown columns \['salary'\]"),
+    (dict(public=[0, 5, -7]), r"indices \[5, -7\] out of range.*5 columns"),
+    (dict(public=[0], private=[1]), "exactly one of `public_features` and.*both are"),
+    (dict(), "exactly one of.*neither is"),
+    (dict(private=["sex"]), r"names columns \(\['sex'\]\) but X has no feature names"),
+    (dict(public=[0, "a"]), "mixes entry types"),
+    (dict(public=1.5), "column indices, a boolean mask"),
+])
+def test_bad_specs_raise(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        _resolve(**{"n": 5, **kwargs})
+
+
+def test_nothing_private_raises_unless_label_private():
+    with pytest.raises(ValueError, match="nothing is protected.*non-private model"):
+        _resolve(private=[], label_public=True)
+    with pytest.raises(ValueError, match="nothing is protected"):
+        _resolve(public=[True] * 5, label_public=True)
+    # Label DP: every feature public, the label private.
+    assert _resolve(private=[], label_public=False).all()
+
+
+def test_error_names_the_estimator_and_parameter():
+    with pytest.raises(ValueError, match="`private_features` of Est"):
+        _resolve(private=[9])
