@@ -5,19 +5,16 @@ change in scikit-learn breaks one file.
 """
 
 import warnings
-from numbers import Integral, Real
+from numbers import Real
 
 from sklearn.base import _fit_context  # noqa: F401  (re-exported shim)
 from sklearn.utils._param_validation import Interval, StrOptions  # noqa: F401
 
-from .accounting import ACCOUNTANTS, NEIGHBORING_RELATIONS
+from .accounting import NEIGHBORING_RELATIONS
 from .exceptions import PrivacyLeakWarning
 
-EPSILON_CONSTRAINT = [Interval(Real, 0, None, closed="neither")]
-DELTA_CONSTRAINT = [Interval(Real, 0, 1, closed="left")]
-POSITIVE_REAL = [Interval(Real, 0, None, closed="neither")]
-POSITIVE_INT = [Interval(Integral, 1, None, closed="left")]
-ACCOUNTANT_CONSTRAINT = [StrOptions(set(ACCOUNTANTS))]
+# An estimator's δ must be > 0: Gaussian noise gives no pure ε-DP (δ = 0 means ε = ∞).
+DELTA_CONSTRAINT = [Interval(Real, 0, 1, closed="neither")]
 NEIGHBORING_CONSTRAINT = [StrOptions(set(NEIGHBORING_RELATIONS))]
 
 

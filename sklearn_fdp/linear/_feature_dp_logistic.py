@@ -79,7 +79,7 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         multiplier is calibrated so that the run spends at most this. May be
         None only when ``noise_multiplier`` is given.
     delta : float, default=1e-5
-        δ of the guarantee, in [0, 1). Keep it well below ``1 / n_samples``
+        δ of the guarantee, in (0, 1). Keep it well below ``1 / n_samples``
         (a warning is issued otherwise).
     max_grad_norm : float, default=1.0
         Clip norm ``C`` of each per-example gradient, > 0. With rows of norm

@@ -156,6 +156,7 @@ def test_predict_before_fit():
     (dict(epsilon=-1.0), "epsilon"),
     (dict(delta=1.0), "delta"),
     (dict(delta=-0.1), "delta"),
+    (dict(delta=0.0), "delta"),
     (dict(accountant="moments"), "accountant"),
     (dict(max_grad_norm=0.0), "max_grad_norm"),
     (dict(batch_size=0), "batch_size"),
