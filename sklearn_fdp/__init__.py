@@ -1,20 +1,24 @@
 """sklearn_fdp: scikit-learn estimators trained with (feature) differential privacy."""
 
-from . import accounting, datasets, exceptions, features
+from . import accounting, datasets, exceptions, features, preprocessing
 from .exceptions import BudgetExceededError, FdpWarning, PrivacyLeakWarning
-from .linear import DPSGDClassifier, FeatureDPLogisticRegression
+from .linear import DPSGDClassifier, DPSGDFClassifier, FeatureDPLogisticRegression
+from .preprocessing import PrivateMeanCenterer
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BudgetExceededError",
     "DPSGDClassifier",
+    "DPSGDFClassifier",
     "FeatureDPLogisticRegression",
     "FdpWarning",
     "PrivacyLeakWarning",
+    "PrivateMeanCenterer",
     "__version__",
     "accounting",
     "datasets",
     "exceptions",
     "features",
+    "preprocessing",
 ]

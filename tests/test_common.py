@@ -2,7 +2,12 @@
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_fdp import DPSGDClassifier, FeatureDPLogisticRegression
+from sklearn_fdp import (
+    DPSGDClassifier,
+    DPSGDFClassifier,
+    FeatureDPLogisticRegression,
+    PrivateMeanCenterer,
+)
 
 # Large budgets and few epochs keep the checks fast; the tiny check data sets
 # have n < 1/δ only with a small δ.
@@ -12,6 +17,9 @@ ESTIMATORS = [
     # private too, so the spec is valid whatever the number of columns.
     FeatureDPLogisticRegression(private_features=[0], epsilon=50.0, delta=1e-9, epochs=5,
                                 accountant="rdp", random_state=0),
+    DPSGDFClassifier(epsilon=50.0, epsilon_mean=1.0, delta=1e-9, epochs=5, accountant="rdp",
+                     random_state=0),
+    PrivateMeanCenterer(epsilon=50.0, delta=1e-9, random_state=0),
 ]
 
 # Estimator name -> {check name: reason}. Every entry must say why.

@@ -248,8 +248,11 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimat
         theta0 = self._initial_theta(
             X, y_enc, loss, gens[_INIT], np.zeros((n_rows, n_outputs), dtype=X.dtype)
         )
+        # The engine scales the private noisy gradient by alpha (FDP Algorithm
+        # 1), so the noise the step size must average out is alpha * σ.
+        alpha = self._engine_extra().get("alpha", 1.0)
         learning_rate = (
-            _auto_learning_rate(sigma, batch_size, n_rows * n_outputs)
+            _auto_learning_rate(alpha * sigma, batch_size, n_rows * n_outputs)
             if self.learning_rate == "auto"
             else float(self.learning_rate)
         )

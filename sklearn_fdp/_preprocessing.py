@@ -1,0 +1,237 @@
+"""Private feature preprocessing: row scaling and a differentially private mean."""
+
+from numbers import Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from . import accounting
+from ._random import spawn_generators
+from ._validation import DELTA_CONSTRAINT, Interval, StrOptions, _fit_context, check_delta_vs_n
+
+__all__ = ["PrivateMeanCenterer"]
+
+ROW_SCALINGS = ("normalize", "clip", "none")
+
+# row_scaling="none" accepts rows whose norm exceeds norm_bound by this relative
+# amount (floating-point rounding of rows the user normalised); the sensitivity
+# is then norm_bound * (1 + _NORM_RTOL), a negligible excess.
+_NORM_RTOL = 1e-9
+
+
+def scale_rows(X, norm_bound, row_scaling, estimator_name):
+    """Data-independent row scaling; returns a new array (``X`` is not modified).
+
+    ``"normalize"``: every non-zero row to L2 norm ``norm_bound`` (zero rows
+    stay zero). ``"clip"``: rows of norm above ``norm_bound`` scaled down to
+    it. ``"none"``: rows unchanged, after checking that none has norm above
+    ``norm_bound`` (the check raises without naming the offending norm, which
+    would itself leak it).
+    """
+    norms = np.linalg.norm(X, axis=1)
+    if row_scaling == "none":
+        if np.any(norms > norm_bound * (1 + _NORM_RTOL)):
+            raise ValueError(
+                f"{estimator_name} with row_scaling='none': some row has norm > "
+                f"norm_bound={norm_bound!r}, so the privacy guarantee would not hold. "
+                "Use row_scaling='clip' or 'normalize', or a larger norm_bound chosen "
+                "without looking at the data."
+            )
+        return np.array(X, copy=True, order="C")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if row_scaling == "normalize":
+            factor = np.where(norms > 0, norm_bound / norms, 0.0)
+        else:  # "clip"
+            factor = np.where(norms > norm_bound, norm_bound / norms, 1.0)
+    # An overflowing norm (inf) gives factor 0: the row is zeroed, still bounded.
+    factor = np.nan_to_num(factor, nan=0.0, posinf=0.0)
+    return np.ascontiguousarray(X * factor.astype(X.dtype)[:, None])
+
+
+class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """Centre features on a differentially private estimate of their mean.
+
+    ``fit`` scales every row to a fixed L2 bound ``norm_bound`` (a
+    data-independent map), then releases the mean of the scaled rows plus
+    Gaussian noise calibrated by the analytic Gaussian mechanism;
+    ``transform`` applies the same row scaling and subtracts the released
+    mean. ``fit`` is (ε, δ)-differentially private for whole records under
+    the add/remove relation with the number of rows ``n`` treated as public;
+    ``transform`` uses only the released mean (post-processing).
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+        Privacy budget of one call to ``fit``. Must be in (0, inf).
+    delta : float, default=1e-6
+        δ of the guarantee, in (0, 1). Keep it well below ``1 / n_samples``
+        (a :class:`~sklearn_fdp.exceptions.PrivacyLeakWarning` is issued
+        otherwise).
+    norm_bound : float, default=1.0
+        L2 bound ``C`` of every (scaled) row, > 0; the sensitivity of the
+        sum of the rows. Choose it without looking at the data.
+    row_scaling : {"normalize", "clip", "none"}, default="normalize"
+        ``"normalize"``: every non-zero row is scaled to norm exactly
+        ``norm_bound`` (zero rows stay zero), as in the DPSGD-F paper (App.
+        C). ``"clip"``: only rows of norm above ``norm_bound`` are scaled down
+        to it. ``"none"``: rows are not rescaled; the guarantee then holds
+        only if every row has norm ≤ ``norm_bound``, which ``fit`` checks
+        (raising ``ValueError`` without revealing the largest norm).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the noise; a fixed value reproduces ``mean_``.
+
+    Attributes
+    ----------
+    mean_ : ndarray of shape (n_features_in_,)
+        The released (noisy) mean of the scaled rows, float64.
+    noise_std_ : float
+        Standard deviation of the noise in each coordinate of ``mean_``:
+        ``noise_multiplier_ * norm_bound / n_samples``.
+    noise_multiplier_ : float
+        σ of the analytic Gaussian mechanism for (``epsilon``, ``delta``):
+        noise standard deviation of the sum divided by its sensitivity.
+    epsilon_ : float
+        ε spent by ``fit`` at ``delta_`` (the analytic Gaussian mechanism's
+        exact ε, equal to ``epsilon`` up to calibration tolerance).
+    delta_ : float
+    dp_event_ : dp_accounting.DpEvent
+        ``GaussianDpEvent(noise_multiplier_)``, for re-accounting or for
+        composing with the events of later steps of a pipeline.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Defined when ``X`` has string column names.
+
+    Notes
+    -----
+    Privacy: unit = one record (row); neighbouring relation add/remove with
+    ``n`` public: adding or removing a row changes the sum of the scaled rows
+    by at most ``norm_bound`` in L2, and the mean is that sum divided by the
+    public ``n``. (Under replace-one the sensitivity of the mean would be
+    ``2 * norm_bound / n``; this transformer accounts add/remove only.)
+    The noise is ``N(0, (σ norm_bound / n)²)`` per coordinate with
+    ``σ = accounting.gaussian_noise_multiplier(epsilon, delta)``.
+
+    ``transform`` scales the rows exactly as ``fit`` did, so training and
+    test data see the same map ``x -> scale(x) - mean_``.
+    ``inverse_transform`` adds ``mean_`` back but cannot undo the row
+    scaling (the original norms are not kept).
+
+    Used in a :class:`~sklearn.pipeline.Pipeline` before a private
+    estimator, the pipeline spends the composition of both fits: at most
+    ``epsilon + clf.epsilon`` at ``delta + clf.delta``, or less when their
+    ``dp_event_`` are composed with :func:`sklearn_fdp.accounting.compose_events`
+    and accounted together. :class:`~sklearn_fdp.DPSGDFClassifier` does this
+    composition inside one fit.
+
+    References
+    ----------
+    Balle & Wang, "Improving the Gaussian Mechanism for Differential
+    Privacy: Analytical Calibration and Optimal Denoising", ICML 2018.
+    DPSGD-F paper, Algorithm 3 and Appendix C.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_fdp import PrivateMeanCenterer
+    >>> X = np.random.default_rng(0).normal(size=(20000, 3)) + 5.0
+    >>> centerer = PrivateMeanCenterer(epsilon=1.0, delta=1e-6, random_state=0).fit(X)
+    >>> Xt = centerer.transform(X)
+    >>> bool(np.all(np.abs(Xt.mean(axis=0)) < 0.01))
+    True
+    """
+
+    _parameter_constraints: dict = {
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "delta": DELTA_CONSTRAINT,
+        "norm_bound": [Interval(Real, 0, None, closed="neither")],
+        "row_scaling": [StrOptions(set(ROW_SCALINGS))],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, *, epsilon=1.0, delta=1e-6, norm_bound=1.0, row_scaling="normalize",
+                 random_state=None):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.norm_bound = norm_bound
+        self.row_scaling = row_scaling
+        self.random_state = random_state
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Release the private mean of the scaled rows of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Dense training data.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : PrivateMeanCenterer
+        """
+        name = type(self).__name__
+        X = validate_data(self, X, dtype=[np.float64, np.float32], order="C")
+        n_samples, n_features = X.shape
+        check_delta_vs_n(self.delta, n_samples, name)
+        Xs = scale_rows(X, float(self.norm_bound), self.row_scaling, name)
+        sigma = accounting.gaussian_noise_multiplier(self.epsilon, self.delta)
+        noise_std = sigma * float(self.norm_bound) / n_samples
+        (rng,) = spawn_generators(self.random_state, 1)
+        true_mean = Xs.sum(axis=0, dtype=np.float64) / n_samples
+        self.mean_ = true_mean + rng.normal(0.0, noise_std, size=n_features)
+        self.noise_std_ = float(noise_std)
+        self.noise_multiplier_ = float(sigma)
+        self.dp_event_ = accounting.gaussian_event(sigma)
+        self.epsilon_ = accounting.gaussian_epsilon(sigma, self.delta)
+        self.delta_ = float(self.delta)
+        return self
+
+    def transform(self, X):
+        """Scale the rows as in ``fit``, then subtract ``mean_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        X_new : ndarray of shape (n_samples, n_features)
+            Same float dtype as ``X`` (float64 for other dtypes).
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], order="C")
+        Xs = self._scale_for_transform(X)
+        Xs -= self.mean_.astype(Xs.dtype, copy=False)
+        return Xs
+
+    def _scale_for_transform(self, X):
+        if self.row_scaling == "none":
+            # The norm bound matters for the privacy of fit only; new data are
+            # not checked (and not rescaled).
+            return np.array(X, copy=True, order="C")
+        return scale_rows(X, float(self.norm_bound), self.row_scaling, type(self).__name__)
+
+    def inverse_transform(self, X):
+        """Add ``mean_`` back. The row scaling of ``transform`` is not undone.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        X_original : ndarray of shape (n_samples, n_features)
+            The scaled rows (not the original ones, unless
+            ``row_scaling="none"``).
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], order="C")
+        return X + self.mean_.astype(X.dtype, copy=False)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags

@@ -1,0 +1,5 @@
+"""Private preprocessing transformers."""
+
+from ._preprocessing import PrivateMeanCenterer
+
+__all__ = ["PrivateMeanCenterer"]
