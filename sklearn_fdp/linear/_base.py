@@ -49,16 +49,16 @@ def _auto_batch_size(n_samples):
 
 
 def _auto_learning_rate(noise_multiplier, batch_size, n_params):
-    """Default step size: ``min(4, 0.005 B^1.5 / (σ sqrt(p)))``.
+    """Default step size: ``min(4, 0.005 B^1.5 / (σ C sqrt(p)))``.
 
-    ``σ sqrt(p) / B`` is the norm of the noise in one normalised noisy
-    gradient (in units of the clip norm; ``p`` parameters, expected batch
-    ``B``): the noisier each step, the smaller the step that averages the
+    ``σ C sqrt(p) / B`` is the norm of the noise in one normalised noisy
+    gradient (``p`` parameters, expected batch ``B``, clip norm ``C``; the
+    caller passes ``σ C`` as ``noise_multiplier``): the noisier each step, the smaller the step that averages the
     noise out, and small batches (many cheap steps) tolerate relatively
     smaller steps than large ones. The form and the constant come from
     learning-rate sweeps on a validation split of adult.data (never
     adult.test) over B in {256, 1024, 1291}, ε in {0.03, 0.1, 1} and 5-20
-    epochs, where the best rates followed ``0.005 B^1.5 / (σ sqrt(p))``
+    epochs (C = 1), where the best rates followed ``0.005 B^1.5 / (σ sqrt(p))``
     within a factor of two; 4 once the noise is negligible. Tuned for rows
     of norm ≤ 1, ``max_grad_norm`` around 1 and momentum 0.9.
     """
@@ -248,11 +248,12 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimat
         theta0 = self._initial_theta(
             X, y_enc, loss, gens[_INIT], np.zeros((n_rows, n_outputs), dtype=X.dtype)
         )
-        # The engine scales the private noisy gradient by alpha (FDP Algorithm
-        # 1), so the noise the step size must average out is alpha * σ.
+        # The noise the step size must average out has std alpha * σ * C per
+        # coordinate (FDP Algorithm 1 scales the private part by alpha).
         alpha = self._engine_extra().get("alpha", 1.0)
         learning_rate = (
-            _auto_learning_rate(alpha * sigma, batch_size, n_rows * n_outputs)
+            _auto_learning_rate(alpha * sigma * self.max_grad_norm, batch_size,
+                                n_rows * n_outputs)
             if self.learning_rate == "auto"
             else float(self.learning_rate)
         )
