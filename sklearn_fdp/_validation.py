@@ -7,11 +7,22 @@ change in scikit-learn breaks one file.
 import warnings
 from numbers import Real
 
-from sklearn.base import _fit_context  # noqa: F401  (re-exported shim)
-from sklearn.utils._param_validation import Interval, StrOptions  # noqa: F401
+from sklearn.base import _fit_context
+from sklearn.linear_model._base import LinearClassifierMixin
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from .accounting import NEIGHBORING_RELATIONS
 from .exceptions import PrivacyLeakWarning
+
+__all__ = [
+    "DELTA_CONSTRAINT",
+    "NEIGHBORING_CONSTRAINT",
+    "Interval",
+    "LinearClassifierMixin",
+    "StrOptions",
+    "_fit_context",
+    "check_delta_vs_n",
+]
 
 # An estimator's δ must be > 0: Gaussian noise gives no pure ε-DP (δ = 0 means ε = ∞).
 DELTA_CONSTRAINT = [Interval(Real, 0, 1, closed="neither")]

@@ -11,7 +11,6 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
@@ -25,6 +24,7 @@ from .._validation import (
     DELTA_CONSTRAINT,
     NEIGHBORING_CONSTRAINT,
     Interval,
+    LinearClassifierMixin,
     StrOptions,
     check_delta_vs_n,
 )
@@ -90,6 +90,9 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimat
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
+
+    # Input formats ``fit`` accepts (validate_data's accept_sparse).
+    _accept_sparse = "csr"
 
     # -- hooks for subclasses ------------------------------------------------
 
@@ -162,7 +165,7 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimat
             self,
             X,
             y,
-            accept_sparse="csr",
+            accept_sparse=self._accept_sparse,
             dtype=[np.float64, np.float32],
             order="C",
             y_numeric=False,

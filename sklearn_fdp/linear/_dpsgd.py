@@ -1,6 +1,6 @@
 """DPSGDClassifier: plain DP-SGD for linear classifiers."""
 
-from sklearn.base import _fit_context
+from .._validation import _fit_context
 
 from ._base import BaseDPLinearClassifier
 

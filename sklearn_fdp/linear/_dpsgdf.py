@@ -3,8 +3,6 @@
 from numbers import Real
 
 import numpy as np
-from sklearn.preprocessing import LabelEncoder
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import accounting
@@ -224,19 +222,13 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
                 "gradient steps. Use epsilon_mean well below epsilon (e.g. 0.05 * epsilon)."
             )
 
+    # Centring destroys sparsity: dense input only.
+    _accept_sparse = False
+
     def _validate_training_data(self, X, y):
-        X, y = validate_data(
-            self, X, y, accept_sparse=False, dtype=[np.float64, np.float32], order="C",
-        )
-        check_classification_targets(y)
-        encoder = LabelEncoder().fit(y)
-        if len(encoder.classes_) < 2:
-            raise ValueError(
-                f"{type(self).__name__} needs at least 2 classes in y; got "
-                f"{len(encoder.classes_)} class ({encoder.classes_!r}). Check the labels."
-            )
+        X, classes, y_index = super()._validate_training_data(X, y)
         X = scale_rows(X, float(self.feature_norm), "normalize", type(self).__name__)
-        return X, encoder.classes_, encoder.transform(y)
+        return X, classes, y_index
 
     def _mean_noise_multiplier(self):
         """σ_F: analytic Gaussian noise multiplier of the mean for (epsilon_mean, delta)."""

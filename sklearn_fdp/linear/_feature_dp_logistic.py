@@ -4,7 +4,7 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import _fit_context
+from .._validation import _fit_context
 
 from .._engine import EngineConfig, run_dp_sgd
 from .._engine._feature_dp import (
