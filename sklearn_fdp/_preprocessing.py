@@ -195,6 +195,7 @@ class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Data to centre (train or new data: the same map applies).
 
         Returns
         -------
@@ -220,6 +221,7 @@ class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Centred data, as returned by :meth:`transform`.
 
         Returns
         -------

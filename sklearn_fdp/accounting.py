@@ -125,15 +125,34 @@ def dpsgd_event(noise_multiplier, sampling_rate, steps):
 def gaussian_event(noise_multiplier):
     """DpEvent of one Gaussian release with the given noise multiplier.
 
-    ``noise_multiplier`` is the noise standard deviation divided by the
-    add/remove L2 sensitivity of the released quantity.
+    Parameters
+    ----------
+    noise_multiplier : float
+        Noise standard deviation divided by the add/remove L2 sensitivity of
+        the released quantity, > 0.
+
+    Returns
+    -------
+    event : dp_accounting.DpEvent
+        ``GaussianDpEvent(noise_multiplier)``.
     """
     _check_positive("noise_multiplier", noise_multiplier)
     return dp_accounting.GaussianDpEvent(float(noise_multiplier))
 
 
 def compose_events(*events):
-    """Compose several DpEvents into one, to be accounted together."""
+    """Compose several DpEvents into one, to be accounted together.
+
+    Parameters
+    ----------
+    *events : dp_accounting.DpEvent
+        Mechanisms run on the same data; ``NoOpDpEvent`` entries are dropped.
+
+    Returns
+    -------
+    event : dp_accounting.DpEvent
+        The single remaining event, or a ``ComposedDpEvent``.
+    """
     events = [e for e in events if not isinstance(e, dp_accounting.NoOpDpEvent)]
     if len(events) == 1:
         return events[0]
@@ -407,6 +426,20 @@ def gaussian_noise_multiplier(epsilon, delta, *, neighboring="add_remove"):
     (ε, δ)-DP, where Δ is the add/remove L2 sensitivity of ``f``. Under
     ``neighboring="replace"`` the sensitivity doubles, and so does σ.
 
+    Parameters
+    ----------
+    epsilon : float
+        Target ε, > 0.
+    delta : float
+        Target δ in [0, 1).
+    neighboring : {"add_remove", "replace"}, default="add_remove"
+        Neighbouring relation of the guarantee.
+
+    Returns
+    -------
+    noise_multiplier : float
+        σ; the noise standard deviation is σ times the add/remove sensitivity.
+
     Examples
     --------
     >>> round(gaussian_noise_multiplier(1.0, 1e-5), 2)
@@ -420,7 +453,21 @@ def gaussian_noise_multiplier(epsilon, delta, *, neighboring="add_remove"):
 
 
 def gaussian_epsilon(noise_multiplier, delta, *, neighboring="add_remove"):
-    """ε at ``delta`` of one analytic Gaussian release (Balle & Wang 2018)."""
+    """ε at ``delta`` of one analytic Gaussian release (Balle & Wang 2018).
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        Noise standard deviation divided by the add/remove sensitivity, > 0.
+    delta : float
+        Target δ in [0, 1).
+    neighboring : {"add_remove", "replace"}, default="add_remove"
+        Neighbouring relation of the guarantee.
+
+    Returns
+    -------
+    epsilon : float
+    """
     _check_positive("noise_multiplier", noise_multiplier)
     _check_delta(delta)
     _check_choice("neighboring", neighboring, NEIGHBORING_RELATIONS)

@@ -71,9 +71,11 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
         Base step size; ``"auto"`` scales it to the noise of each step.
     lr_schedule : {"constant", "cosine", "linear"}, default="cosine"
     momentum : float, default=0.9
+        Heavy-ball momentum in [0, 1).
     average : bool, default=True
         Average the iterates of the second half of the run.
     l2_regularization : float, default=0.0
+        Weight decay ``λ θ`` added to every step.
     fit_intercept : bool, default=True
         Fit an intercept on the *centred* rows (Algorithm 3 does). With
         False the model is ``w @ (x - mean_)``, whose intercept in the
