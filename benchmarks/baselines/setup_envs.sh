@@ -26,6 +26,7 @@ import diffprivlib, sklearn, numpy, scipy
 from diffprivlib.models import LogisticRegression
 assert diffprivlib.__version__ == "0.6.6", diffprivlib.__version__
 assert sklearn.__version__ == "1.7.2", sklearn.__version__
+assert tuple(int(v) for v in scipy.__version__.split(".")[:2]) < (1, 18), scipy.__version__
 LogisticRegression(epsilon=1.0, data_norm=1.0)
 PY
 }
