@@ -253,7 +253,8 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimat
         )
         # The noise the step size must average out has std alpha * σ * C per
         # coordinate (FDP Algorithm 1 scales the private part by alpha).
-        alpha = self._engine_extra().get("alpha", 1.0)
+        extra = self._engine_extra(sigma * self.max_grad_norm, batch_size, n_rows * n_outputs)
+        alpha = extra.get("alpha", 1.0)
         learning_rate = (
             _auto_learning_rate(alpha * sigma * self.max_grad_norm, batch_size,
                                 n_rows * n_outputs)
@@ -270,7 +271,7 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimat
             momentum=self.momentum,
             l2_regularization=self.l2_regularization,
             average_start=steps // 2 if self.average else None,
-            **self._engine_extra(),
+            **extra,
         )
         callback = self._make_callback(steps, sampling_rate, sigma, accountant) if self.verbose else None
         result = run_dp_sgd(
@@ -301,7 +302,11 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimat
         self.accountant_ = accountant
         return self
 
-    def _engine_extra(self):
+    def _engine_extra(self, noise_std, batch_size, n_params):
+        """Extra :class:`EngineConfig` settings (e.g. ``alpha``).
+
+        ``noise_std`` is σ·C, the noise added to each private sum.
+        """
         return {}
 
     def _make_callback(self, steps, sampling_rate, sigma, accountant):
