@@ -8,9 +8,10 @@ the public part of a record (FDP paper, §5):
   (``"gaussian_pad"``, the Purchase100 construction of §6.2);
 * with a public label, ``ℓ_pub(θ; x, y) = ℓ(θ; x_pub, y)``, whose gradient is
   ``x~_pub r_pubᵀ`` (``r_pub`` the residual at ``x_pub``);
-* with a private label, the label-free ``∇ℓ_pub = x~_pub p_pubᵀ`` with
-  ``p_pub = softmax(θᵀ x~_pub)`` (``σ(z)`` for the binary model): the
-  label-DP case study of §5.
+* with a private label, a label-free ``∇ℓ_pub = x~_pub (p_pub − π)ᵀ`` with
+  ``p_pub = softmax(θᵀ x~_pub)`` (``σ(z)`` for the binary model) and the
+  uniform prior π: the label-DP case study of §5 (which has π = 0), centred
+  so that its private remainder is smaller (see :func:`_public_residual`).
 
 The private per-example gradient ``x~ rᵀ − x~_pub r_pubᵀ`` is clipped without
 being formed, ``‖a bᵀ − c dᵀ‖² = ‖a‖²‖b‖² + ‖c‖²‖d‖² − 2 (a·c)(b·d)``, and
@@ -108,13 +109,28 @@ class _PublicView:
         return out
 
 
+def label_prior(n_outputs):
+    """The public, data-independent label prior π of the label-free public loss."""
+    return 0.5 if n_outputs == 1 else 1.0 / n_outputs
+
+
 def _public_residual(loss, Z_pub, y, label_public):
-    """``r_pub`` (label public) or the label-free ``p_pub``."""
+    """``r_pub`` (label public) or the label-free, prior-centred ``p_pub − π``.
+
+    With a private label, ``∇ℓ_pub = x~_pub (p_pub − π)ᵀ`` with the uniform
+    prior π (1/2, or 1/K for K classes). The paper's label-free loss is
+    π = 0; centring leaves the private part ``x~ (π − e_y)ᵀ`` (label DP,
+    all features public), of norm ``‖x~‖ sqrt(1 − 1/K)`` instead of
+    ``‖x~‖`` — it is never clipped at ``max_grad_norm = 1`` for rows of norm
+    ≤ 1 in the binary case — and α < 1 then shrinks predictions towards π
+    without moving the binary decision boundary of the stationary point.
+    """
     if label_public:
         return loss.residual(Z_pub, y)
+    prior = label_prior(loss.n_outputs)
     if loss.n_outputs == 1:
-        return expit(Z_pub[:, 0])[:, None].astype(Z_pub.dtype, copy=False)
-    return softmax(Z_pub, axis=1)
+        return (expit(Z_pub[:, 0]) - prior)[:, None].astype(Z_pub.dtype, copy=False)
+    return softmax(Z_pub, axis=1) - prior
 
 
 class FeatureDPPrivateOracle:

@@ -54,7 +54,7 @@ def _naive_fdp_grads(X, y, theta, k, public_mask, label_public, pad=None):
             else:
                 r[y[i]] -= 1.0
         else:
-            r = p
+            r = p - (0.5 if k == 1 else 1.0 / k)  # label-free, centred by the uniform prior
         out.append(full[i] - np.outer(xt, r))
     return np.array(out)
 
@@ -104,8 +104,12 @@ def test_each_clipped_private_gradient_has_norm_at_most_C(binary, multiclass, k)
 
 
 @pytest.mark.parametrize("k", [1, 3])
-def test_label_dp_private_gradient_is_minus_x_ey(binary, multiclass, k):
-    """All features public, label private: ∇ℓ − ∇ℓ_pub = −x~ e_yᵀ (the §5 case study)."""
+def test_label_dp_private_gradient_is_x_times_prior_minus_ey(binary, multiclass, k):
+    """All features public, label private: ∇ℓ − ∇ℓ_pub = x~ (π − e_y)ᵀ.
+
+    The §5 case study's −x~ e_yᵀ, centred by the uniform prior π of the
+    label-free public loss.
+    """
     X, y = (binary if k == 1 else multiclass)
     X, y = X[:30], y[:30]
     loss, y_enc, theta = _setup(X, y, k, seed=2)
@@ -114,15 +118,15 @@ def test_label_dp_private_gradient_is_minus_x_ey(binary, multiclass, k):
     for i in range(30):
         xt = np.append(X[i], 1.0)
         e = np.array([float(y[i])]) if k == 1 else np.eye(k)[y[i]]
-        np.testing.assert_allclose(oracle(np.array([i]), theta), -np.outer(xt, e),
+        prior = 0.5 if k == 1 else 1.0 / k
+        np.testing.assert_allclose(oracle(np.array([i]), theta), np.outer(xt, prior - e),
                                    atol=1e-12)
-    # Hence the norm is ‖x~‖ ≤ sqrt(2) (or 0 when y = 0 in the binary model).
+    # Hence the norm is ‖x~‖ ‖π − e_y‖: ‖x~‖ / 2 (binary), ‖x~‖ sqrt(1 − 1/k) otherwise.
     norms = oracle.per_example_norms(
         np.arange(30), theta, loss.residual(oracle._decision(X, theta), y_enc),
-        _softmax_rows(oracle._decision(X, theta)), None)
+        _softmax_rows(oracle._decision(X, theta)) - prior, None)
     expect = np.linalg.norm(np.c_[X, np.ones(30)], axis=1)
-    if k == 1:
-        expect = expect * y
+    expect = expect * (0.5 if k == 1 else np.sqrt(1 - 1 / k))
     np.testing.assert_allclose(norms, expect, atol=1e-7)
 
 
