@@ -117,7 +117,8 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         ``ceil(epochs * n / batch_size)``.
     learning_rate : float or "auto", default="auto"
         Base step size. ``"auto"`` scales it to the noise of each step:
-        ``min(4, 0.005 B^1.5 / (σ C sqrt(p)))`` for ``p`` parameters, clip ``C``, expected
+        ``min(4 k^0.3, sqrt(k) 0.005 B^1.5 / (σ C sqrt(d + 1)))`` for ``d``
+        features, ``k`` output columns (1 if binary), clip ``C``, expected
         batch ``B`` (a rule fitted on a validation split of Adult; see
         ``benchmarks/bench_adult.py``).
     lr_schedule : {"constant", "cosine", "linear"}, default="cosine"
