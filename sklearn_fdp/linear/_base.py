@@ -260,7 +260,7 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimat
         )
         # The noise the step size must average out has std alpha * σ * C per
         # coordinate (FDP Algorithm 1 scales the private part by alpha).
-        extra = self._engine_extra(sigma * self.max_grad_norm, batch_size, n_rows * n_outputs)
+        extra = self._engine_extra(sigma * self.max_grad_norm, batch_size, n_rows)
         alpha = extra.get("alpha", 1.0)
         learning_rate = (
             _auto_learning_rate(alpha * sigma * self.max_grad_norm, batch_size, n_rows,
@@ -309,10 +309,11 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimat
         self.accountant_ = accountant
         return self
 
-    def _engine_extra(self, noise_std, batch_size, n_params):
+    def _engine_extra(self, noise_std, batch_size, n_rows):
         """Extra :class:`EngineConfig` settings (e.g. ``alpha``).
 
-        ``noise_std`` is σ·C, the noise added to each private sum.
+        ``noise_std`` is σ·C, the noise added to each private sum; ``n_rows``
+        is the number of parameter rows of one output column (d + 1).
         """
         return {}
 
