@@ -71,22 +71,6 @@ class LinearLoss:
         R[rows[active], y[active]] = -1.0
         return R
 
-    def value(self, Z, y):
-        """Per-example loss values, shape (m,)."""
-        if self.n_outputs == 1:
-            z = Z[:, 0]
-            if self.loss == "log_loss":
-                return np.logaddexp(0.0, z) - y * z
-            return np.maximum(0.0, 1.0 - y * z)
-        rows = np.arange(Z.shape[0])
-        if self.loss == "log_loss":
-            from scipy.special import logsumexp
-
-            return logsumexp(Z, axis=1) - Z[rows, y]
-        Zm = Z.copy()
-        Zm[rows, y] = -np.inf
-        return np.maximum(0.0, 1.0 + Zm.max(axis=1) - Z[rows, y])
-
 
 def squared_row_norms(X):
     """Squared L2 norm of every row of a dense or CSR matrix."""
