@@ -12,6 +12,7 @@ from sklearn.model_selection import train_test_split
 from sklearn_fdp.datasets import (
     ADULT_PROTECTED,
     load_adult,
+    load_mnist8k,
     make_adult_preprocessor,
     make_dpsgdf_counterexample,
     make_purchase_like,
@@ -367,3 +368,39 @@ def test_purchase_like_logistic_regression_above_chance():
 def test_purchase_like_bad_parameters(kwargs, match):
     with pytest.raises(ValueError, match=match):
         make_purchase_like(**kwargs)
+
+
+# --------------------------------------------------------------------------- MNIST
+
+MNIST_GZ_SHA256 = {
+    "t10k-images-idx3-ubyte.gz": (
+        "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6"
+    ),
+    "t10k-labels-idx1-ubyte.gz": (
+        "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MNIST_GZ_SHA256))
+def test_bundled_mnist_files_are_the_recorded_bytes(name):
+    data = (resources.files("sklearn_fdp.datasets") / "data" / name).read_bytes()
+    assert hashlib.sha256(data).hexdigest() == MNIST_GZ_SHA256[name]
+
+
+def test_load_mnist8k_split_is_fixed_stratified_and_disjoint():
+    b = load_mnist8k()
+    assert b.data.shape == (8000, 784) and b.data_test.shape == (2000, 784)
+    assert b.data.dtype == np.float64 and 0.0 <= b.data.min() and b.data.max() <= 1.0
+    counts = np.bincount(b.target, minlength=10) + np.bincount(b.target_test, minlength=10)
+    np.testing.assert_array_equal(
+        counts, [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009])
+    # Stratified: every class has 20 % +- one image in the test part.
+    share = np.bincount(b.target_test, minlength=10) / counts
+    assert np.all(np.abs(share - 0.2) <= 1.0 / counts + 1e-12)
+    # No image is in both parts, and the split is the same on every call.
+    train_rows = {row.tobytes() for row in b.data}
+    assert sum(row.tobytes() in train_rows for row in b.data_test) <= 5  # duplicate images
+    X2, y2, _, _ = load_mnist8k(return_X_y=True, scale=False)
+    np.testing.assert_array_equal(X2.astype(np.float64) / 255.0, b.data)
+    np.testing.assert_array_equal(y2, b.target)

@@ -7,14 +7,18 @@
 - :func:`make_dpsgdf_counterexample`: the two mirrored 2-D data sets on
   which DP-SGD provably fails (DPSGD-F paper, Section 4).
 - :func:`make_purchase_like`: a synthetic stand-in for Purchase100.
+- :func:`load_mnist8k`: the bundled MNIST test set (10,000 images) with a
+  fixed 8,000/2,000 split.
 """
 
 from ._adult import ADULT_PROTECTED, load_adult, make_adult_preprocessor
+from ._mnist import load_mnist8k
 from ._synthetic import make_dpsgdf_counterexample, make_purchase_like
 
 __all__ = [
     "ADULT_PROTECTED",
     "load_adult",
+    "load_mnist8k",
     "make_adult_preprocessor",
     "make_dpsgdf_counterexample",
     "make_purchase_like",
