@@ -137,6 +137,23 @@ def test_noise_mask_keeps_masked_entries_noise_free():
     assert res.theta[1, 0] == 0.0 and res.theta[0, 0] != 0.0
 
 
+def test_noise_fn_replaces_default_noise_and_uses_noise_rng():
+    cfg = EngineConfig(steps=2, sampling_rate=1.0, noise_multiplier=1.0, max_grad_norm=1.0,
+                       learning_rate=1.0)
+    seen = []
+
+    def noise_fn(rng):
+        seen.append(rng)
+        return np.full((3, 1), 2.0)
+
+    r1, r2 = spawn_generators(0, 2)
+    res = run_dp_sgd(np.zeros((3, 1)), lambda i, t: np.zeros_like(t), 4, cfg,
+                     sample_rng=r1, noise_rng=r2, noise_fn=noise_fn)
+    # Two steps of -(0 + 2) / (q n) each; no isotropic noise on top.
+    np.testing.assert_allclose(res.theta, -2 * 2.0 / 4)
+    assert len(seen) == 2 and all(rng is r2 for rng in seen)
+
+
 def test_divides_by_expected_not_realised_batch_size():
     """The step equals -lr * (sum of clipped grads) / (q n), whatever the batch size."""
     seen = []

@@ -99,6 +99,7 @@ def run_dp_sgd(
     noise_rng,
     public_oracle=None,
     noise_mask=None,
+    noise_fn=None,
     callback=None,
 ):
     """Run noisy (momentum) SGD and return the final (or averaged) iterate.
@@ -126,6 +127,13 @@ def run_dp_sgd(
     callback : callable ``(t, theta) -> None``, optional
         Called after every step with the current iterate (a view: copy it to
         keep it). Sees only released quantities.
+    noise_fn : callable ``(rng) -> ndarray``, optional
+        Noise added to the private sum of the step just computed, in place of
+        the default isotropic ``N(0, (σ C)² I)`` (masked by ``noise_mask``).
+        For mechanisms whose noise depends on the step's public statistics
+        (AdaMix: ``σ τ_t`` in a public subspace). Called once per step, right
+        after ``private_oracle``, with ``noise_rng``; it must use no other
+        randomness, and the caller's accounting must match the noise it draws.
 
     Returns
     -------
@@ -143,7 +151,9 @@ def run_dp_sgd(
     for t in range(cfg.steps):
         idx = sampler.sample()
         grad = private_oracle(idx, theta)
-        if noise_std > 0:
+        if noise_fn is not None:
+            grad += noise_fn(noise_rng)
+        elif noise_std > 0:
             noise = noise_rng.standard_normal(theta.shape).astype(theta.dtype, copy=False)
             noise *= noise_std
             if noise_mask is not None:
