@@ -33,6 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit, softmax
 
+from .._kernels import clip_factors, outer_difference_norms
 from ._linear import squared_row_norms
 from ._samplers import UniformSampler
 
@@ -178,13 +179,13 @@ class FeatureDPPrivateOracle:
         return Z
 
     def per_example_norms(self, idx, theta, R, R_pub, G):
-        """Closed-form ``‖x~ rᵀ − x~_pub r_pubᵀ‖`` per example."""
-        sq = (
-            self.x_norm_sq[idx] * np.einsum("ij,ij->i", R, R)
-            + self.view.norm_sq(idx, G) * np.einsum("ij,ij->i", R_pub, R_pub)
-            - 2.0 * self.view.cross(idx, G) * np.einsum("ij,ij->i", R, R_pub)
-        )
-        return np.sqrt(np.maximum(sq, 0.0))
+        """Closed-form ``‖x~ rᵀ − x~_pub r_pubᵀ‖`` per example (numba kernel)."""
+        out = np.empty(len(idx), dtype=np.float64)
+        outer_difference_norms(self.x_norm_sq[idx], np.asarray(R, dtype=np.float64),
+                               self.view.norm_sq(idx, G),
+                               np.asarray(R_pub, dtype=np.float64),
+                               self.view.cross(idx, G), out)
+        return out
 
     def __call__(self, idx, theta):
         """Sum over ``idx`` of the private per-example gradients clipped to ``C``."""
@@ -199,8 +200,8 @@ class FeatureDPPrivateOracle:
                                  self.label_public)
         if np.isfinite(self.max_grad_norm):
             norms = self.per_example_norms(idx, theta, R, R_pub, G)
-            tiny = np.finfo(norms.dtype).tiny
-            scale = np.minimum(1.0, self.max_grad_norm / np.maximum(norms, tiny))
+            scale = np.empty_like(norms)
+            clip_factors(norms, self.max_grad_norm, scale)
             scale = scale[:, None].astype(R.dtype, copy=False)
             R = R * scale
             R_pub = R_pub * scale

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._lazy import lazy_noise_applies, run_lazy_sparse
 from ._samplers import PoissonSampler
 
 LR_SCHEDULES = ("constant", "cosine", "linear")
@@ -135,11 +136,23 @@ def run_dp_sgd(
         after ``private_oracle``, with ``noise_rng``; it must use no other
         randomness, and the caller's accounting must match the noise it draws.
 
+    On CSR data with no momentum, weight decay, projection, public oracle,
+    custom noise or callback, the run goes to
+    :func:`~sklearn_fdp._engine._lazy.run_lazy_sparse`: the same released
+    model in distribution, with the noise of untouched coordinates drawn
+    lazily in closed form (the final or averaged iterate is the only
+    release; intermediate iterates never leave the loop).
+
     Returns
     -------
     result : EngineResult
     """
     cfg = config
+    if lazy_noise_applies(private_oracle, cfg, public_oracle=public_oracle,
+                          noise_mask=noise_mask, noise_fn=noise_fn, callback=callback):
+        # Sparse data without momentum: exact noise, drawn per touched coordinate.
+        return run_lazy_sparse(theta0, private_oracle, n_samples, cfg,
+                               sample_rng=sample_rng, noise_rng=noise_rng)
     theta = np.array(theta0, dtype=theta0.dtype, copy=True)
     velocity = np.zeros_like(theta)
     sampler = PoissonSampler(n_samples, cfg.sampling_rate, sample_rng)

@@ -1,0 +1,48 @@
+"""Numba kernels behind the DP engine: clipped per-example gradient sums of
+linear models (dense and CSR), the FDP outer-product-difference norms, and
+the lazy-noise bookkeeping for sparse data.
+
+Kernels are plain functions on arrays: no randomness, no fastmath, compiled
+once per signature and cached on disk (``cache=True``). The Python API never
+calls them directly; :mod:`sklearn_fdp._engine` picks the path.
+"""
+
+from ._linear import (
+    BINARY_HINGE,
+    BINARY_LOG,
+    MULTI_HINGE,
+    MULTI_LOG,
+    clip_factors,
+    clip_residuals,
+    csr_clipped_sum,
+    dense_clipped_sum,
+    loss_code,
+    outer_difference_norms,
+    residual_row,
+)
+from ._sparse import (
+    catch_up,
+    csr_clipped_residuals,
+    csr_scatter_add,
+    csr_squared_row_norms,
+    touched_columns,
+)
+
+__all__ = [
+    "BINARY_HINGE",
+    "BINARY_LOG",
+    "MULTI_HINGE",
+    "MULTI_LOG",
+    "catch_up",
+    "clip_factors",
+    "clip_residuals",
+    "csr_clipped_residuals",
+    "csr_clipped_sum",
+    "csr_scatter_add",
+    "csr_squared_row_norms",
+    "dense_clipped_sum",
+    "loss_code",
+    "outer_difference_norms",
+    "residual_row",
+    "touched_columns",
+]

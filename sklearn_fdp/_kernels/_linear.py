@@ -1,0 +1,234 @@
+"""Numba kernels for clipped per-example gradients of linear models.
+
+A linear model's per-example gradient is the outer product ``x~_i r_iᵀ``
+(``x~`` the row with its intercept ``1``, ``r`` the loss's residual), so its
+norm is ``‖x~_i‖ · ‖r_i‖`` and the clipped batch sum is
+``Σ_i c_i x~_i r_iᵀ``. The kernels below fuse, row by row, the decision
+values, the residual, the norm, the clip factor and the accumulation of the
+sum: nothing of shape ``batch × d × k`` (nor ``batch × d``) is ever built.
+
+Rules for every kernel here:
+
+* no randomness inside (noise is drawn by the caller from its own stream);
+* no ``fastmath``: norms and clip factors must be IEEE-exact (a reordered
+  or approximated norm could let a gradient exceed the clip bound);
+* ``cache=True``: compiled once per signature and kept on disk, so a new
+  process does not recompile;
+* inputs are read, never written, except the ``out`` arguments.
+
+Loss codes (``loss_code``): see :data:`BINARY_LOG` ... :data:`MULTI_HINGE`.
+Targets ``y`` are float64: 0/1 for the binary log loss, ±1 for the binary
+hinge, the class index for the multiclass losses.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+BINARY_LOG = 0  #: logistic loss, one output column
+MULTI_LOG = 1  #: multinomial (softmax) log loss, k columns
+BINARY_HINGE = 2  #: max(0, 1 - y z), y in {-1, +1}
+MULTI_HINGE = 3  #: Crammer–Singer multiclass hinge
+
+
+def loss_code(loss, n_outputs):
+    """Kernel loss code of a loss name (``"log_loss"``, ``"hinge"``) and ``k``."""
+    if loss == "log_loss":
+        return BINARY_LOG if n_outputs == 1 else MULTI_LOG
+    if loss == "hinge":
+        return BINARY_HINGE if n_outputs == 1 else MULTI_HINGE
+    raise ValueError(f"Unknown loss {loss!r}; use 'log_loss' or 'hinge'.")
+
+
+@njit(cache=True, inline="always")
+def _sigmoid(z):
+    if z >= 0.0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
+
+
+@njit(cache=True)
+def residual_row(z, yi, code, r):
+    """Residual ``r`` (length k) of one row from its decision values ``z``.
+
+    Returns ``‖r‖²``.
+    """
+    k = z.shape[0]
+    if code == BINARY_LOG:
+        r[0] = _sigmoid(z[0]) - yi
+        return r[0] * r[0]
+    if code == BINARY_HINGE:
+        r[0] = -yi if yi * z[0] < 1.0 else 0.0
+        return r[0] * r[0]
+    label = int(yi)
+    if code == MULTI_LOG:
+        zmax = z[0]
+        for c in range(1, k):
+            if z[c] > zmax:
+                zmax = z[c]
+        total = 0.0
+        for c in range(k):
+            r[c] = math.exp(z[c] - zmax)
+            total += r[c]
+        sq = 0.0
+        for c in range(k):
+            r[c] /= total
+        r[label] -= 1.0
+        for c in range(k):
+            sq += r[c] * r[c]
+        return sq
+    # Crammer–Singer: the runner-up j != y (first index on ties, like argmax).
+    best = -1
+    for c in range(k):
+        if c != label and (best < 0 or z[c] > z[best]):
+            best = c
+    for c in range(k):
+        r[c] = 0.0
+    if 1.0 + z[best] - z[label] > 0.0:
+        r[best] = 1.0
+        r[label] = -1.0
+        return 2.0
+    return 0.0
+
+
+@njit(cache=True, inline="always")
+def _clip_factor(norm_sq, clip):
+    """``min(1, clip / norm)``; 1 for a zero gradient or ``clip = inf``."""
+    if norm_sq <= 0.0:
+        return 1.0
+    norm = math.sqrt(norm_sq)
+    if norm <= clip:
+        return 1.0
+    return clip / norm
+
+
+@njit(cache=True)
+def clip_residuals(Z, y, code, x_norm_sq, clip):
+    """Turn decision values ``Z`` (m × k) into clipped residuals, in place.
+
+    Row ``i`` becomes ``c_i r_i`` with ``c_i = min(1, clip / (‖x~_i‖ ‖r_i‖))``
+    (``x_norm_sq[i] = ‖x~_i‖²``, intercept included), so that the clipped
+    sum is ``X~ᵀ Z`` afterwards. Used by the BLAS path for wide ``k``.
+    """
+    m, k = Z.shape
+    z = np.empty(k)
+    r = np.empty(k)
+    for i in range(m):
+        for c in range(k):
+            z[c] = Z[i, c]
+        rsq = residual_row(z, y[i], code, r)
+        s = _clip_factor(x_norm_sq[i] * rsq, clip)
+        for c in range(k):
+            Z[i, c] = s * r[c]
+
+
+@njit(cache=True)
+def dense_clipped_sum(X, idx, y, theta, code, fit_intercept, x_norm_sq, clip, out):
+    """Add ``Σ_{i ∈ idx} clip(x~_i r_iᵀ)`` to ``out`` for dense ``X``, fused.
+
+    ``theta`` is ``(d + fit_intercept) × k``, its last row the intercept.
+    ``x_norm_sq[i] = ‖x~_i‖²`` over *all* rows of ``X``.
+    """
+    d = X.shape[1]
+    k = theta.shape[1]
+    z = np.empty(k)
+    r = np.empty(k)
+    for ii in range(idx.shape[0]):
+        i = idx[ii]
+        for c in range(k):
+            z[c] = theta[d, c] if fit_intercept else 0.0
+        if k == 1:
+            acc = 0.0
+            for j in range(d):
+                acc += X[i, j] * theta[j, 0]
+            z[0] += acc
+        else:
+            for j in range(d):
+                xij = X[i, j]
+                if xij != 0.0:
+                    for c in range(k):
+                        z[c] += xij * theta[j, c]
+        rsq = residual_row(z, y[i], code, r)
+        if rsq == 0.0:
+            continue
+        s = _clip_factor(x_norm_sq[i] * rsq, clip)
+        for c in range(k):
+            r[c] *= s
+        if k == 1:
+            r0 = r[0]
+            for j in range(d):
+                out[j, 0] += X[i, j] * r0
+        else:
+            for j in range(d):
+                xij = X[i, j]
+                if xij != 0.0:
+                    for c in range(k):
+                        out[j, c] += xij * r[c]
+        if fit_intercept:
+            for c in range(k):
+                out[d, c] += r[c]
+
+
+@njit(cache=True)
+def csr_clipped_sum(indptr, indices, data, idx, y, theta, code, fit_intercept, x_norm_sq,
+                    clip, out):
+    """:func:`dense_clipped_sum` for a CSR matrix given by its three arrays."""
+    d = theta.shape[0] - (1 if fit_intercept else 0)
+    k = theta.shape[1]
+    z = np.empty(k)
+    r = np.empty(k)
+    for ii in range(idx.shape[0]):
+        i = idx[ii]
+        for c in range(k):
+            z[c] = theta[d, c] if fit_intercept else 0.0
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            v = data[p]
+            for c in range(k):
+                z[c] += v * theta[j, c]
+        rsq = residual_row(z, y[i], code, r)
+        if rsq == 0.0:
+            continue
+        s = _clip_factor(x_norm_sq[i] * rsq, clip)
+        for c in range(k):
+            r[c] *= s
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            v = data[p]
+            for c in range(k):
+                out[j, c] += v * r[c]
+        if fit_intercept:
+            for c in range(k):
+                out[d, c] += r[c]
+
+
+@njit(cache=True)
+def outer_difference_norms(a_sq, b, c_sq, d, ac, out):
+    """``‖a_i b_iᵀ − c_i d_iᵀ‖`` per row from the closed form.
+
+    ``‖a bᵀ − c dᵀ‖² = ‖a‖²‖b‖² + ‖c‖²‖d‖² − 2 (a·c)(b·d)``, with
+    ``a_sq = ‖a_i‖²``, ``c_sq = ‖c_i‖²`` and ``ac = a_i · c_i`` given per row
+    (they involve the long feature vectors, computed once by the caller)
+    and the short residuals ``b``, ``d`` (m × k) given in full. Rounding can
+    make the difference slightly negative; it is floored at zero.
+    """
+    m, k = b.shape
+    for i in range(m):
+        bb = 0.0
+        dd = 0.0
+        bd = 0.0
+        for col in range(k):
+            bb += b[i, col] * b[i, col]
+            dd += d[i, col] * d[i, col]
+            bd += b[i, col] * d[i, col]
+        sq = a_sq[i] * bb + c_sq[i] * dd - 2.0 * ac[i] * bd
+        out[i] = math.sqrt(sq) if sq > 0.0 else 0.0
+
+
+@njit(cache=True)
+def clip_factors(norms, clip, out):
+    """``out[i] = min(1, clip / norms[i])`` (1 for a zero norm)."""
+    for i in range(norms.shape[0]):
+        out[i] = _clip_factor(norms[i] * norms[i], clip) if norms[i] > 0.0 else 1.0

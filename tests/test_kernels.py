@@ -1,0 +1,180 @@
+"""The numba kernels against the plain-numpy references of ``tests/_reference``."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sklearn_fdp import _kernels as K
+from sklearn_fdp._engine import LinearGradientOracle, LinearLoss
+
+from ._reference import clipped_sum, per_example_gradients
+
+# Shapes the issue names: one row, d = 1, k = 2 (binary as softmax), k = 100,
+# plus ordinary ones. (n, d, k)
+SHAPES = [(1, 1, 1), (7, 1, 2), (20, 5, 1), (20, 5, 2), (12, 9, 100), (30, 3, 4)]
+LOSSES = ["log_loss", "hinge"]
+DTYPES = [np.float64, np.float32]
+
+
+def _tol(dtype):
+    return dict(rtol=1e-4, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-12)
+
+
+def _problem(n, d, k, loss, dtype, seed, zero_rows=True):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X[rng.random((n, d)) < 0.4] = 0.0
+    if zero_rows and n > 2:
+        X[1] = 0.0  # an all-zero row (its gradient is the intercept's only)
+    y_index = rng.integers(0, max(k, 2), n)
+    lin = LinearLoss(loss, k)
+    y = lin.encode(y_index)
+    theta = rng.normal(size=(d + 1, k))
+    return X.astype(dtype), y, lin, theta.astype(dtype)
+
+
+def _batches(n, rng):
+    yield np.array([], dtype=np.intp)  # empty batch
+    yield np.array([n - 1])  # one row
+    yield rng.integers(0, n, size=2 * n)  # repeats allowed (Poisson + replace)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("n,d,k", SHAPES)
+@pytest.mark.parametrize("path", ["blas", "fused", "csr"])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_clipped_sum_matches_reference(n, d, k, loss, dtype, path, fit_intercept):
+    X, y, lin, theta = _problem(n, d, k, loss, dtype, seed=n * 1000 + d * 10 + k)
+    theta = theta[: d + int(fit_intercept)]
+    data = sp.csr_matrix(X) if path == "csr" else X
+    rng = np.random.default_rng(0)
+    for clip in (0.3, np.inf):
+        oracle = LinearGradientOracle(data, y, lin, fit_intercept, clip)
+        if path != "csr":
+            oracle.path = path
+        for idx in _batches(n, rng):
+            got = oracle(idx, theta)
+            assert got.dtype == dtype and got.shape == theta.shape
+            grads = per_example_gradients(X[idx].astype(np.float64), y[idx],
+                                          theta.astype(np.float64), loss, k, fit_intercept)
+            want = clipped_sum(grads, clip) if len(idx) else np.zeros(theta.shape)
+            np.testing.assert_allclose(got, want, **_tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("n,d,k", SHAPES)
+def test_csr_residuals_and_scatter_match_reference(n, d, k, loss, dtype):
+    X, y, lin, theta = _problem(n, d, k, loss, dtype, seed=7 + n + d + k)
+    A = sp.csr_matrix(X)
+    oracle = LinearGradientOracle(A, y, lin, True, 0.5)
+    idx = np.random.default_rng(1).integers(0, n, size=n)
+    R = np.empty((n, k))
+    oracle.clipped_residuals(idx, theta, R)
+    grads = per_example_gradients(X[idx].astype(np.float64), y[idx], theta.astype(np.float64),
+                                  loss, k, True)
+    want = clipped_sum(grads, 0.5)
+    # The intercept row of the clipped sum is the residuals' sum ...
+    np.testing.assert_allclose(R.sum(axis=0), want[d], **_tol(dtype))
+    # ... and scatter-adding them reproduces the feature rows.
+    out = np.zeros_like(theta)
+    K.csr_scatter_add(A.indptr, A.indices, A.data, idx, R, 1.0, out)
+    np.testing.assert_allclose(out[:d], want[:d], **_tol(dtype))
+    assert np.all(out[d] == 0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("code,k", [(K.BINARY_LOG, 1), (K.MULTI_LOG, 2), (K.MULTI_LOG, 100),
+                                    (K.BINARY_HINGE, 1), (K.MULTI_HINGE, 100)])
+def test_clip_residuals_in_place(code, k, dtype):
+    rng = np.random.default_rng(k + code)
+    m = 25
+    Z = (3 * rng.normal(size=(m, k))).astype(dtype)
+    if code == K.BINARY_LOG:
+        y = rng.integers(0, 2, m).astype(float)
+    elif code == K.BINARY_HINGE:
+        y = rng.choice([-1.0, 1.0], m)
+    else:
+        y = rng.integers(0, k, m).astype(float)
+    x_norm_sq = rng.uniform(0, 4, m)
+    x_norm_sq[0] = 0.0
+    loss = "log_loss" if code in (K.BINARY_LOG, K.MULTI_LOG) else "hinge"
+    R = LinearLoss(loss, k).residual(Z.astype(np.float64), y if k == 1 else y.astype(np.intp))
+    norms = np.sqrt(x_norm_sq * (R**2).sum(axis=1))
+    factor = np.where(norms > 0, 0.7 / np.where(norms > 0, norms, 1.0), 1.0)
+    want = R * np.minimum(1.0, factor)[:, None]
+    got = Z.copy()
+    K.clip_residuals(got, y, code, x_norm_sq, 0.7)
+    np.testing.assert_allclose(got, want, **_tol(dtype))
+
+
+def test_clip_never_exceeds_bound_in_float32():
+    # Clipped per-example gradient norms must not exceed C, even after rounding.
+    rng = np.random.default_rng(3)
+    X = (100 * rng.normal(size=(200, 30))).astype(np.float32)
+    lin = LinearLoss("log_loss", 5)
+    y = lin.encode(rng.integers(0, 5, 200))
+    theta = rng.normal(size=(31, 5)).astype(np.float32)
+    oracle = LinearGradientOracle(X, y, lin, True, 1.0)
+    for i in range(200):
+        g = oracle(np.array([i]), theta).astype(np.float64)
+        assert np.linalg.norm(g) <= 1.0 * (1 + 1e-6)
+
+
+@pytest.mark.parametrize("k", [1, 2, 100])
+def test_outer_difference_norms_match_explicit_outer_products(k):
+    rng = np.random.default_rng(k)
+    m, d = 15, 6
+    a, c = rng.normal(size=(m, d)), rng.normal(size=(m, d))
+    c[0] = a[0]  # a = c, b = d below: the difference is exactly 0
+    b, dd = rng.normal(size=(m, k)), rng.normal(size=(m, k))
+    dd[0] = b[0]
+    out = np.empty(m)
+    K.outer_difference_norms((a**2).sum(1), b, (c**2).sum(1), dd, (a * c).sum(1), out)
+    want = [np.linalg.norm(np.outer(a[i], b[i]) - np.outer(c[i], dd[i])) for i in range(m)]
+    np.testing.assert_allclose(out, want, rtol=1e-10, atol=1e-7)
+    assert out[0] >= 0.0
+
+
+def test_clip_factors():
+    norms = np.array([0.0, 0.5, 1.0, 4.0, np.inf])
+    out = np.empty(5)
+    K.clip_factors(norms, 1.0, out)
+    np.testing.assert_array_equal(out, [1.0, 1.0, 1.0, 0.25, 0.0])
+    K.clip_factors(norms[:4], np.inf, out[:4])
+    np.testing.assert_array_equal(out[:4], 1.0)
+
+
+def test_csr_row_norms_and_touched_columns():
+    rng = np.random.default_rng(0)
+    X = sp.random(50, 40, density=0.1, format="lil", random_state=1)
+    X[3] = 0  # an empty row
+    X = sp.csr_matrix(X)
+    out = np.empty(50)
+    K.csr_squared_row_norms(X.indptr, X.data, out)
+    np.testing.assert_allclose(out, (X.toarray() ** 2).sum(1))
+    stamp = np.full(40, -1, dtype=np.int64)
+    cols = np.empty(X.nnz, dtype=np.int64)
+    for t, idx in enumerate([np.array([3]), rng.integers(0, 50, 30), np.arange(50)]):
+        n_cols = K.touched_columns(X.indptr, X.indices, idx, stamp, t, cols)
+        want = np.unique(X[idx].indices) if len(idx) else []
+        np.testing.assert_array_equal(np.sort(cols[:n_cols]), want)
+
+
+def test_loss_code_rejects_unknown_loss():
+    with pytest.raises(ValueError, match="squared"):
+        K.loss_code("squared", 1)
+
+
+def test_kernels_do_not_modify_inputs():
+    X, y, lin, theta = _problem(20, 5, 3, "log_loss", np.float64, seed=0)
+    A = sp.csr_matrix(X)
+    copies = [X.copy(), y.copy(), theta.copy(), A.data.copy()]
+    for path in ("blas", "fused"):
+        o = LinearGradientOracle(X, y, lin, True, 0.5)
+        o.path = path
+        o(np.arange(20), theta)
+    LinearGradientOracle(A, y, lin, True, 0.5)(np.arange(20), theta)
+    for before, after in zip(copies, [X, y, theta, A.data]):
+        np.testing.assert_array_equal(before, after)
