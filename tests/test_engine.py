@@ -212,8 +212,9 @@ def test_lazy_noise_applies_only_where_exact():
     cfg = _lazy_config(1.0, None)
     free = dict(public_oracle=None, noise_mask=None, noise_fn=None, callback=None)
     assert lazy_noise_applies(oracle, cfg, **free)
-    for change in (dict(momentum=0.9), dict(l2_regularization=0.1), dict(max_weight_norm=1.0),
-                   dict(noise_multiplier=0.0)):
+    # σ = 0 (the non-private baseline) takes the sparse path too: nothing is pending.
+    assert lazy_noise_applies(oracle, replace(cfg, noise_multiplier=0.0), **free)
+    for change in (dict(momentum=0.9), dict(l2_regularization=0.1), dict(max_weight_norm=1.0)):
         assert not lazy_noise_applies(oracle, replace(cfg, **change), **free)
     for key, value in (("public_oracle", lambda th: th), ("noise_mask", np.ones(1)),
                        ("noise_fn", lambda r: 0.0), ("callback", lambda t, th: None)):
@@ -230,7 +231,7 @@ def test_lazy_without_noise_equals_eager(k, average_start):
     cfg = _lazy_config(0.0, average_start)
     theta0 = np.zeros((oracle.n_features + 1, k))
     eager = run_dp_sgd(theta0, oracle, n, cfg, sample_rng=np.random.default_rng(5),
-                       noise_rng=np.random.default_rng(6)).theta
+                       noise_rng=np.random.default_rng(6), callback=lambda t, th: None).theta
     lazy = run_lazy_sparse(theta0, oracle, n, cfg, sample_rng=np.random.default_rng(5),
                            noise_rng=np.random.default_rng(6), block_length=7).theta
     np.testing.assert_allclose(lazy, eager, rtol=1e-12, atol=1e-14)

@@ -65,23 +65,33 @@ def test_clipped_sum_matches_reference(n, d, k, loss, dtype, path, fit_intercept
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("loss", LOSSES)
 @pytest.mark.parametrize("n,d,k", SHAPES)
-def test_csr_residuals_and_scatter_match_reference(n, d, k, loss, dtype):
+def test_lazy_residuals_and_scatter_match_reference(n, d, k, loss, dtype):
+    # With nothing pending (every last[j] = t) the lazy pass is the plain clipped sum.
     X, y, lin, theta = _problem(n, d, k, loss, dtype, seed=7 + n + d + k)
     A = sp.csr_matrix(X)
-    oracle = LinearGradientOracle(A, y, lin, True, 0.5)
+    x_norm_sq = (X.astype(np.float64) ** 2).sum(1) + 1.0
+    t = 5
+    S = np.zeros((d, k + 1))
+    S[:, :k] = theta[:d]
+    S[:, k] = t
+    q = np.zeros(2)
     idx = np.random.default_rng(1).integers(0, n, size=n)
     R = np.empty((n, k))
-    oracle.clipped_residuals(idx, theta, R)
+    used = K.lazy_clipped_residuals(A.indptr, A.indices, A.data, idx, y.astype(np.float64), S, k,
+                                    theta[d].astype(np.float64), K.loss_code(loss, k), x_norm_sq,
+                                    0.5, t, t, q, q, q, False, np.empty(0), 0,
+                                    np.empty(A.nnz + 1, dtype=np.int64), R)
+    assert used == 0
     grads = per_example_gradients(X[idx].astype(np.float64), y[idx], theta.astype(np.float64),
                                   loss, k, True)
     want = clipped_sum(grads, 0.5)
     # The intercept row of the clipped sum is the residuals' sum ...
     np.testing.assert_allclose(R.sum(axis=0), want[d], **_tol(dtype))
-    # ... and scatter-adding them reproduces the feature rows.
-    out = np.zeros_like(theta)
-    K.csr_scatter_add(A.indptr, A.indices, A.data, idx, R, 1.0, out)
-    np.testing.assert_allclose(out[:d], want[:d], **_tol(dtype))
-    assert np.all(out[d] == 0)
+    # ... and scatter-adding them reproduces the feature rows (S's other columns untouched).
+    S[:, :k] = 0.0
+    K.csr_scatter_add(A.indptr, A.indices, A.data, idx, R, 1.0, S)
+    np.testing.assert_allclose(S[:, :k], want[:d], **_tol(dtype))
+    assert np.all(S[:, k] == t)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -146,20 +156,13 @@ def test_clip_factors():
     np.testing.assert_array_equal(out[:4], 1.0)
 
 
-def test_csr_row_norms_and_touched_columns():
-    rng = np.random.default_rng(0)
+def test_csr_row_norms():
     X = sp.random(50, 40, density=0.1, format="lil", random_state=1)
     X[3] = 0  # an empty row
     X = sp.csr_matrix(X)
     out = np.empty(50)
     K.csr_squared_row_norms(X.indptr, X.data, out)
     np.testing.assert_allclose(out, (X.toarray() ** 2).sum(1))
-    stamp = np.full(40, -1, dtype=np.int64)
-    cols = np.empty(X.nnz, dtype=np.int64)
-    for t, idx in enumerate([np.array([3]), rng.integers(0, 50, 30), np.arange(50)]):
-        n_cols = K.touched_columns(X.indptr, X.indices, idx, stamp, t, cols)
-        want = np.unique(X[idx].indices) if len(idx) else []
-        np.testing.assert_array_equal(np.sort(cols[:n_cols]), want)
 
 
 def test_loss_code_rejects_unknown_loss():

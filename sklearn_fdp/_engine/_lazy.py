@@ -18,7 +18,8 @@ import math
 
 import numpy as np
 
-from .._kernels import catch_up, csr_clipped_residuals, csr_scatter_add, touched_columns
+from .._kernels import csr_scatter_add, flush, lazy_clipped_residuals
+from ._linear import LinearGradientOracle
 from ._samplers import PoissonSampler
 
 
@@ -27,8 +28,7 @@ def lazy_noise_applies(private_oracle, config, *, public_oracle, noise_mask, noi
     """Whether :func:`run_lazy_sparse` gives the same released model as the eager loop."""
     return (
         getattr(private_oracle, "path", None) == "csr"
-        and hasattr(private_oracle, "clipped_residuals")
-        and config.noise_multiplier > 0
+        and type(private_oracle) is LinearGradientOracle  # subclasses may change the maths
         and config.momentum == 0
         and config.l2_regularization == 0
         and config.max_weight_norm is None
@@ -67,8 +67,7 @@ def run_lazy_sparse(theta0, oracle, n_samples, config, *, sample_rng, noise_rng,
     cfg = config
     X = oracle.X
     d = oracle.n_features
-    theta = np.array(theta0, dtype=theta0.dtype, copy=True)
-    k = theta.shape[1]
+    k = theta0.shape[1]
     sampler = PoissonSampler(n_samples, cfg.sampling_rate, sample_rng)
     normaliser = cfg.sampling_rate * n_samples
     noise_std = cfg.noise_multiplier * cfg.max_grad_norm
@@ -79,43 +78,54 @@ def run_lazy_sparse(theta0, oracle, n_samples, config, *, sample_rng, noise_rng,
         nnz_per_step = max(1.0, cfg.sampling_rate * X.nnz)
         block_length = int(min(4096, max(16, math.ceil(8 * d / nnz_per_step))))
     starts, t0 = _blocks(cfg.steps, cfg.average_start, block_length)
-
-    last = np.zeros(d, dtype=np.int64)  # noise of steps >= last[j] is pending
-    stamp = np.full(d, -1, dtype=np.int64)
-    all_cols = np.arange(d, dtype=np.int64)
     averaged = t0 < cfg.steps
-    average = np.zeros(theta.shape, dtype=np.float64) if averaged else np.zeros((1, k))
+
+    # Lazy state, one row per feature: weights, tail sum (if averaging), last.
+    S = np.zeros((d, 2 * k + 1 if averaged else k + 1), dtype=np.float64)
+    S[:, :k] = theta0[:d]
+    intercept = np.array(theta0[d], dtype=np.float64) if oracle.fit_intercept else np.empty(0)
+    intercept_sum = np.zeros(k)
+    pool = np.empty(0)
+    used = 0
     residuals = np.empty((0, k), dtype=np.float64)
     cols = np.empty(0, dtype=np.int64)
 
     for f, g in zip(starts[:-1], starts[1:]):
         q0, q1, q2 = _block_prefix_sums(c2, f, g)
         tail = averaged and f >= t0
+        per_coord = k * (2 if tail else 1)
         for t in range(f, g):
             idx = sampler.sample()
             m = len(idx)
             if m:
                 nnz = int((X.indptr[idx + 1] - X.indptr[idx]).sum())
+                need = nnz * per_coord
                 if cols.shape[0] < nnz:
                     cols = np.empty(2 * nnz, dtype=np.int64)
-                n_cols = touched_columns(X.indptr, X.indices, idx, stamp, t, cols)
-                normals = noise_rng.standard_normal(n_cols * k * (2 if tail else 1))
-                catch_up(cols, n_cols, theta, last, t, f, q0, q1, q2, average, tail, normals)
+                if pool.shape[0] - used < need:  # fresh normals; leftovers are never reused
+                    pool = noise_rng.standard_normal(max(need, 1 << 20))
+                    used = 0
                 if residuals.shape[0] < m:
                     residuals = np.empty((2 * m, k), dtype=np.float64)
                 R = residuals[:m]
-                oracle.clipped_residuals(idx, theta, R)
-                csr_scatter_add(X.indptr, X.indices, X.data, idx, R, -eta[t] / normaliser, theta)
+                used = lazy_clipped_residuals(
+                    X.indptr, X.indices, X.data, idx, oracle.y_kernel, S, k, intercept,
+                    oracle.code, oracle.x_norm_sq, oracle.max_grad_norm, t, f, q0, q1, q2, tail,
+                    pool, used, cols, R)
+                csr_scatter_add(X.indptr, X.indices, X.data, idx, R, -eta[t] / normaliser, S)
             if oracle.fit_intercept:
                 g_b = R.sum(axis=0) if m else np.zeros(k)
-                g_b = g_b + noise_std * noise_rng.standard_normal(k)
-                theta[d] -= (eta[t] / normaliser) * g_b
+                if noise_std > 0:
+                    g_b += noise_std * noise_rng.standard_normal(k)
+                intercept -= (eta[t] / normaliser) * g_b
                 if tail:
-                    average[d] += theta[d]
+                    intercept_sum += intercept
         # Flush: every coordinate's pending noise up to the block's end.
-        normals = noise_rng.standard_normal(d * k * (2 if tail else 1))
-        catch_up(all_cols, d, theta, last, g, f, q0, q1, q2, average, tail, normals)
+        flush(S, k, g, f, q0, q1, q2, tail, noise_rng.standard_normal(d * per_coord))
 
-    if averaged:
-        theta = (average / (cfg.steps - t0)).astype(theta.dtype, copy=False)
+    theta = np.empty(theta0.shape, dtype=theta0.dtype)
+    n_avg = cfg.steps - t0
+    theta[:d] = S[:, k:2 * k] / n_avg if averaged else S[:, :k]
+    if oracle.fit_intercept:
+        theta[d] = intercept_sum / n_avg if averaged else intercept
     return EngineResult(theta=theta, steps=cfg.steps)

@@ -29,7 +29,6 @@ from scipy.special import expit, softmax
 
 from .._kernels import (
     clip_residuals,
-    csr_clipped_residuals,
     csr_clipped_sum,
     csr_squared_row_norms,
     dense_clipped_sum,
@@ -185,14 +184,3 @@ class LinearGradientOracle:
             if self.fit_intercept:
                 out[self.n_features] = Z.sum(axis=0)
         return out
-
-    def clipped_residuals(self, idx, theta, out):
-        """Clipped residuals ``c_i r_i`` of the CSR rows ``idx`` into ``out`` (m x k).
-
-        For the lazy-noise engine, which applies ``Σ_i x~_i out[i]ᵀ`` to
-        ``theta`` itself, touching only the batch's columns.
-        """
-        X = self.X
-        csr_clipped_residuals(X.indptr, X.indices, X.data, np.asarray(idx, dtype=np.intp),
-                              self.y_kernel, theta, self.code, self.fit_intercept,
-                              self.x_norm_sq, self.max_grad_norm, out)

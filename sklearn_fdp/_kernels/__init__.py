@@ -20,29 +20,22 @@ from ._linear import (
     outer_difference_norms,
     residual_row,
 )
-from ._sparse import (
-    catch_up,
-    csr_clipped_residuals,
-    csr_scatter_add,
-    csr_squared_row_norms,
-    touched_columns,
-)
+from ._sparse import csr_scatter_add, csr_squared_row_norms, flush, lazy_clipped_residuals
 
 __all__ = [
     "BINARY_HINGE",
     "BINARY_LOG",
     "MULTI_HINGE",
     "MULTI_LOG",
-    "catch_up",
     "clip_factors",
     "clip_residuals",
-    "csr_clipped_residuals",
     "csr_clipped_sum",
     "csr_scatter_add",
     "csr_squared_row_norms",
     "dense_clipped_sum",
+    "flush",
+    "lazy_clipped_residuals",
     "loss_code",
     "outer_difference_norms",
     "residual_row",
-    "touched_columns",
 ]

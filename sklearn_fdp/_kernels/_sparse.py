@@ -47,109 +47,120 @@ def csr_squared_row_norms(indptr, data, out):
         out[i] = acc
 
 
-@njit(cache=True)
-def touched_columns(indptr, indices, idx, stamp, t, cols):
-    """Distinct columns of the rows ``idx``, written to ``cols``; returns how many.
-
-    ``stamp[j] == t`` marks column ``j`` as seen at step ``t`` (the array is
-    reused across steps, so nothing of size ``d`` is cleared per step).
-    ``cols`` must hold at least the batch's number of non-zeros.
-    """
-    count = 0
-    for ii in range(idx.shape[0]):
-        i = idx[ii]
-        for p in range(indptr[i], indptr[i + 1]):
-            j = indices[p]
-            if stamp[j] != t:
-                stamp[j] = t
-                cols[count] = j
-                count += 1
-    return count
+# The lazy state of a coordinate j lives in one row ``S[j]`` (one cache line
+# for a binary model): ``S[j, :k]`` its weights, ``S[j, k:2k]`` its share of
+# the tail sum ``A`` (when averaging), ``S[j, -1]`` the step ``last[j]`` from
+# which its noise is pending (a float; exact for any realistic step count).
+# On a million columns the batch touches scattered rows; keeping the three
+# together costs one cache miss per touched coordinate instead of three.
 
 
-@njit(cache=True)
-def catch_up(cols, n_cols, theta, last, b, block_start, q0, q1, q2, average, tail,
-             normals):
-    """Apply the pending noise of steps ``last[j] .. b-1`` to ``theta[j]``.
-
-    ``cols[:n_cols]`` are the coordinates (rows of ``theta``) to catch up;
-    each gets ``last[j] = b``. ``q0, q1, q2`` are the block-local prefix sums
-    (index ``s - block_start``). With ``tail`` (the block lies in the
-    averaging window) ``average[j]`` receives ``ΔA`` too. ``normals`` holds
-    ``n_cols * k`` standard normals (``2 * n_cols * k`` with ``tail``).
-    Returns the number of normals used.
-    """
-    k = theta.shape[1]
-    used = 0
+@njit(cache=True, inline="always")
+def _catch_up_one(S, j, k, b, block_start, q0, q1, q2, tail, normals, used):
+    """Apply coordinate ``j``'s noise of steps ``last .. b-1``; return normals used."""
+    w = S.shape[1] - 1
+    a = int(S[j, w]) - block_start
+    S[j, w] = b
     bb = b - block_start
-    for jj in range(n_cols):
-        j = cols[jj]
-        a = last[j] - block_start
-        last[j] = b
-        if a >= bb:
-            continue
-        v0 = q0[bb] - q0[a]
-        if not tail:
-            if v0 > 0.0:
-                sd = math.sqrt(v0)
-                for c in range(k):
-                    theta[j, c] += sd * normals[used]
-                    used += 1
-            continue
-        width = bb - a
-        if v0 <= 0.0:  # no noise (non-private run): the deterministic part only
+    if a >= bb:
+        return used
+    v0 = q0[bb] - q0[a]
+    if not tail:
+        if v0 > 0.0:
+            sd = math.sqrt(v0)
             for c in range(k):
-                average[j, c] += width * theta[j, c]
-            continue
-        sd = math.sqrt(v0)
-        # Σ c_u² (b-u) and Σ c_u² (b-u)², with u and b relative to the block.
-        s1 = q1[bb] - q1[a]
-        s2 = q2[bb] - q2[a]
-        cov = bb * v0 - s1
-        var_a = bb * bb * v0 - 2.0 * bb * s1 + s2
-        slope = cov / v0
-        resid = var_a - slope * cov
-        resid_sd = math.sqrt(resid) if resid > 0.0 else 0.0
+                S[j, c] += sd * normals[used]
+                used += 1
+        return used
+    width = bb - a
+    if v0 <= 0.0:  # no noise (non-private run): the deterministic part only
         for c in range(k):
-            d_theta = sd * normals[used]
-            average[j, c] += width * theta[j, c] + slope * d_theta + resid_sd * normals[used + 1]
-            theta[j, c] += d_theta
-            used += 2
+            S[j, k + c] += width * S[j, c]
+        return used
+    sd = math.sqrt(v0)
+    # Σ c_u² (b-u) and Σ c_u² (b-u)², with u and b relative to the block.
+    s1 = q1[bb] - q1[a]
+    s2 = q2[bb] - q2[a]
+    cov = bb * v0 - s1
+    var_a = bb * bb * v0 - 2.0 * bb * s1 + s2
+    slope = cov / v0
+    resid = var_a - slope * cov
+    resid_sd = math.sqrt(resid) if resid > 0.0 else 0.0
+    for c in range(k):
+        d_theta = sd * normals[used]
+        S[j, k + c] += width * S[j, c] + slope * d_theta + resid_sd * normals[used + 1]
+        S[j, c] += d_theta
+        used += 2
     return used
 
 
 @njit(cache=True)
-def csr_clipped_residuals(indptr, indices, data, idx, y, theta, code, fit_intercept,
-                          x_norm_sq, clip, out):
-    """Clipped residuals ``c_i r_i`` of the rows ``idx`` into ``out`` (m × k).
+def flush(S, k, b, block_start, q0, q1, q2, tail, normals):
+    """Catch every coordinate up to step ``b``; ``normals``: ``d k`` (``2 d k`` in the tail).
 
-    The clipped gradient sum is then ``Σ_i x~_i out[i]ᵀ`` (see
-    :func:`csr_scatter_add`); splitting the two passes lets the caller apply
-    it to ``theta`` in place, touching only the batch's columns.
+    Returns the number of normals used.
     """
-    d = theta.shape[0] - (1 if fit_intercept else 0)
-    k = theta.shape[1]
+    used = 0
+    for j in range(S.shape[0]):
+        used = _catch_up_one(S, j, k, b, block_start, q0, q1, q2, tail, normals, used)
+    return used
+
+
+@njit(cache=True)
+def lazy_clipped_residuals(indptr, indices, data, idx, y, S, k, intercept, code, x_norm_sq,
+                           clip, t, block_start, q0, q1, q2, tail, normals, used, cols, out):
+    """Clipped residuals ``c_i r_i`` of the CSR rows ``idx`` at step ``t``, lazily.
+
+    Three passes over the batch's non-zeros: (1) collect the distinct
+    coordinates whose noise is pending (a tight loop, so the processor
+    overlaps the cache misses of a scattered million-row state), (2) catch
+    each up to step ``t`` from ``normals[used:]``, (3) per row, the decision
+    values, residual, norm and clip factor, ``c_i r_i`` written to
+    ``out[ii]``. ``intercept`` (length k, or empty) is the bias; ``cols``
+    is scratch space of at least the batch's number of non-zeros. The
+    clipped gradient sum is ``Σ_i x~_i out[i]ᵀ`` (:func:`csr_scatter_add`).
+    Returns the new ``used``.
+    """
+    w = S.shape[1] - 1
+    n_cols = 0
+    for ii in range(idx.shape[0]):
+        i = idx[ii]
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            last = S[j, w]
+            if last != t and last >= 0.0:
+                cols[n_cols] = j
+                n_cols += 1
+                S[j, w] = -1.0 - last  # mark as collected (negative), keeping ``last``
+    for jj in range(n_cols):
+        j = cols[jj]
+        S[j, w] = -1.0 - S[j, w]
+        used = _catch_up_one(S, j, k, t, block_start, q0, q1, q2, tail, normals, used)
     z = np.empty(k)
     r = np.empty(k)
     for ii in range(idx.shape[0]):
         i = idx[ii]
         for c in range(k):
-            z[c] = theta[d, c] if fit_intercept else 0.0
+            z[c] = intercept[c] if intercept.shape[0] else 0.0
         for p in range(indptr[i], indptr[i + 1]):
             j = indices[p]
             v = data[p]
             for c in range(k):
-                z[c] += v * theta[j, c]
+                z[c] += v * S[j, c]
         rsq = residual_row(z, y[i], code, r)
         s = _clip_factor(x_norm_sq[i] * rsq, clip) if rsq > 0.0 else 0.0
         for c in range(k):
             out[ii, c] = s * r[c]
+    return used
 
 
 @njit(cache=True)
 def csr_scatter_add(indptr, indices, data, idx, R, scale, theta):
-    """``theta[j] += scale * Σ_i x_ij R[i]`` over the rows ``idx`` (no intercept)."""
-    k = theta.shape[1]
+    """``theta[j, :k] += scale * Σ_i x_ij R[i]`` over the rows ``idx`` (no intercept).
+
+    ``k = R.shape[1]``; ``theta`` may have more columns (the lazy state).
+    """
+    k = R.shape[1]
     for ii in range(idx.shape[0]):
         i = idx[ii]
         for p in range(indptr[i], indptr[i + 1]):
