@@ -16,6 +16,7 @@ from sklearn_fdp._engine import (
     run_dp_sgd,
 )
 from sklearn_fdp._engine._lazy import lazy_noise_applies, run_lazy_sparse
+from sklearn_fdp._engine._noise import NoiseStream
 from sklearn_fdp._random import spawn_generators
 
 from ._reference import clipped_sum, per_example_gradients
@@ -290,3 +291,41 @@ def test_lazy_and_eager_noise_give_the_same_distribution(k, average_start):
     eager, lazy = np.array(eager), np.array(lazy)
     p_values = [stats.ks_2samp(eager[:, j], lazy[:, j]).pvalue for j in range(eager.shape[1])]
     assert min(p_values) > 1e-3 / len(p_values)
+
+
+def test_noise_stream_background_draws_the_same_sequence():
+    # Drawing one step ahead on a worker thread must not change a single bit,
+    # nor leave the generator in another state.
+    mask = np.array([[1.0, 1.0], [0.0, 0.0], [1.0, 0.5]])
+    results = []
+    for background in (False, True):
+        rng = np.random.default_rng(11)
+        with NoiseStream(rng, (3, 2), np.float32, 0.7, mask, 5, background=background) as s:
+            draws = [s.draw() for _ in range(5)]
+            with pytest.raises(RuntimeError, match="exhausted"):
+                s.draw()
+        results.append((np.array(draws), rng.random()))
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    assert results[0][0].dtype == np.float32
+    assert results[0][1] == results[1][1]
+    assert np.all(results[0][0][:, 1] == 0)
+
+
+def test_background_noise_gives_bit_identical_fits(monkeypatch):
+    from sklearn_fdp._engine import _noise
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 40))
+    loss = LinearLoss("log_loss", 5)
+    y = loss.encode(rng.integers(0, 5, 300))
+    oracle = LinearGradientOracle(X, y, loss, True, 1.0)
+    cfg = EngineConfig(steps=20, sampling_rate=0.1, noise_multiplier=1.0, max_grad_norm=1.0,
+                       learning_rate=0.1, momentum=0.9, average_start=10)
+    thetas = []
+    for threshold in (10**9, 1):  # never / always in the background
+        monkeypatch.setattr(_noise, "BACKGROUND_MIN_SIZE", threshold)
+        monkeypatch.setattr(_noise.os, "cpu_count", lambda: 2)
+        thetas.append(run_dp_sgd(np.zeros((41, 5)), oracle, 300, cfg,
+                                 sample_rng=np.random.default_rng(1),
+                                 noise_rng=np.random.default_rng(2)).theta)
+    np.testing.assert_array_equal(thetas[0], thetas[1])

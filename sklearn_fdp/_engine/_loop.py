@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._lazy import lazy_noise_applies, run_lazy_sparse
+from ._noise import NoiseStream
 from ._samplers import PoissonSampler
 
 LR_SCHEDULES = ("constant", "cosine", "linear")
@@ -161,39 +162,42 @@ def run_dp_sgd(
     average = None
     n_averaged = 0
 
-    for t in range(cfg.steps):
-        idx = sampler.sample()
-        grad = private_oracle(idx, theta)
-        if noise_fn is not None:
-            grad += noise_fn(noise_rng)
-        elif noise_std > 0:
-            noise = noise_rng.standard_normal(theta.shape).astype(theta.dtype, copy=False)
-            noise *= noise_std
-            if noise_mask is not None:
-                noise *= noise_mask
-            grad += noise
-        grad /= normaliser
-        if public_oracle is not None:
-            grad *= cfg.alpha
-            grad += public_oracle(theta)
-        if cfg.l2_regularization:
-            grad += cfg.l2_regularization * theta
-        if cfg.momentum:
-            velocity *= cfg.momentum
-            velocity += grad
-            grad = velocity
-        theta -= cfg.step_size(t) * grad
-        if cfg.max_weight_norm is not None:
-            norm = np.linalg.norm(theta)
-            if norm > cfg.max_weight_norm:
-                theta *= cfg.max_weight_norm / norm
-        if cfg.average_start is not None and t >= cfg.average_start:
-            n_averaged += 1
-            if average is None:
-                average = theta.copy()
-            else:
-                average += (theta - average) / n_averaged
-        if callback is not None:
-            callback(t, theta)
+    noise = None
+    if noise_fn is None and noise_std > 0:
+        noise = NoiseStream(noise_rng, theta.shape, theta.dtype, noise_std, noise_mask, cfg.steps)
+    try:
+        for t in range(cfg.steps):
+            idx = sampler.sample()
+            grad = private_oracle(idx, theta)
+            if noise_fn is not None:
+                grad += noise_fn(noise_rng)
+            elif noise is not None:
+                grad += noise.draw()
+            grad /= normaliser
+            if public_oracle is not None:
+                grad *= cfg.alpha
+                grad += public_oracle(theta)
+            if cfg.l2_regularization:
+                grad += cfg.l2_regularization * theta
+            if cfg.momentum:
+                velocity *= cfg.momentum
+                velocity += grad
+                grad = velocity
+            theta -= cfg.step_size(t) * grad
+            if cfg.max_weight_norm is not None:
+                norm = np.linalg.norm(theta)
+                if norm > cfg.max_weight_norm:
+                    theta *= cfg.max_weight_norm / norm
+            if cfg.average_start is not None and t >= cfg.average_start:
+                n_averaged += 1
+                if average is None:
+                    average = theta.copy()
+                else:
+                    average += (theta - average) / n_averaged
+            if callback is not None:
+                callback(t, theta)
+    finally:
+        if noise is not None:
+            noise.close()
 
     return EngineResult(theta=theta if average is None else average, steps=cfg.steps)

@@ -52,7 +52,11 @@ class DPSGDClassifier(BaseDPLinearClassifier):
     lr_schedule : {"constant", "cosine", "linear"}, default="cosine"
         Decay of the step size over the run.
     momentum : float, default=0.9
-        Heavy-ball momentum in [0, 1).
+        Heavy-ball momentum in [0, 1). For wide sparse (CSR) data use 0: with
+        ``momentum=0`` and ``l2_regularization=0`` the noise of coordinates a
+        batch does not touch is drawn lazily and exactly (see the user
+        guide, "Lazy noise"), so a step costs its non-zeros instead of ``d``
+        Gaussian draws.
     average : bool, default=True
         Return the average of the iterates of the second half of the run
         (post-processing: free) instead of the last one.
