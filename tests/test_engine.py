@@ -226,10 +226,13 @@ def test_lazy_noise_applies_only_where_exact():
 
 @pytest.mark.parametrize("k", [1, 3])
 @pytest.mark.parametrize("average_start", [None, 12])
-def test_lazy_without_noise_equals_eager(k, average_start):
-    # With σ = 0 the two loops do the same arithmetic on the same batches.
+@pytest.mark.parametrize("clip", [1.0, np.inf])
+def test_lazy_without_noise_equals_eager(k, average_start, clip):
+    # With σ = 0 the two loops do the same arithmetic on the same batches
+    # (C = ∞ is the non-private baseline: σ C must not become NaN).
     oracle, n = _sparse_problem(k)
-    cfg = _lazy_config(0.0, average_start)
+    oracle.max_grad_norm = clip
+    cfg = replace(_lazy_config(0.0, average_start), max_grad_norm=clip)
     theta0 = np.zeros((oracle.n_features + 1, k))
     eager = run_dp_sgd(theta0, oracle, n, cfg, sample_rng=np.random.default_rng(5),
                        noise_rng=np.random.default_rng(6), callback=lambda t, th: None).theta

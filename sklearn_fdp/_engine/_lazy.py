@@ -20,6 +20,7 @@ import numpy as np
 
 from .._kernels import csr_scatter_add, flush, lazy_clipped_residuals
 from ._linear import LinearGradientOracle
+from ._noise import NormalStream
 from ._samplers import PoissonSampler
 
 
@@ -37,6 +38,22 @@ def lazy_noise_applies(private_oracle, config, *, public_oracle, noise_mask, noi
         and noise_fn is None
         and callback is None
     )
+
+
+class _NoNormals:
+    """Stand-in for :class:`NormalStream` in a noise-free run (σ = 0 uses none)."""
+
+    def view(self, need):
+        return np.empty(0)
+
+    def advance(self, used):
+        assert used == 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
 
 
 def _blocks(steps, average_start, length):
@@ -70,7 +87,8 @@ def run_lazy_sparse(theta0, oracle, n_samples, config, *, sample_rng, noise_rng,
     k = theta0.shape[1]
     sampler = PoissonSampler(n_samples, cfg.sampling_rate, sample_rng)
     normaliser = cfg.sampling_rate * n_samples
-    noise_std = cfg.noise_multiplier * cfg.max_grad_norm
+    # σ = 0 means no noise even with C = ∞ (0 · ∞ would be NaN).
+    noise_std = cfg.noise_multiplier * cfg.max_grad_norm if cfg.noise_multiplier > 0 else 0.0
     eta = np.array([cfg.step_size(t) for t in range(cfg.steps)], dtype=np.float64)
     c2 = (eta * noise_std / normaliser) ** 2  # variance each step adds to a coordinate
 
@@ -85,43 +103,40 @@ def run_lazy_sparse(theta0, oracle, n_samples, config, *, sample_rng, noise_rng,
     S[:, :k] = theta0[:d]
     intercept = np.array(theta0[d], dtype=np.float64) if oracle.fit_intercept else np.empty(0)
     intercept_sum = np.zeros(k)
-    pool = np.empty(0)
-    used = 0
     residuals = np.empty((0, k), dtype=np.float64)
     cols = np.empty(0, dtype=np.int64)
 
-    for f, g in zip(starts[:-1], starts[1:]):
-        q0, q1, q2 = _block_prefix_sums(c2, f, g)
-        tail = averaged and f >= t0
-        per_coord = k * (2 if tail else 1)
-        for t in range(f, g):
-            idx = sampler.sample()
-            m = len(idx)
-            if m:
-                nnz = int((X.indptr[idx + 1] - X.indptr[idx]).sum())
-                need = nnz * per_coord
-                if cols.shape[0] < nnz:
-                    cols = np.empty(2 * nnz, dtype=np.int64)
-                if pool.shape[0] - used < need:  # fresh normals; leftovers are never reused
-                    pool = noise_rng.standard_normal(max(need, 1 << 20))
-                    used = 0
-                if residuals.shape[0] < m:
-                    residuals = np.empty((2 * m, k), dtype=np.float64)
-                R = residuals[:m]
-                used = lazy_clipped_residuals(
-                    X.indptr, X.indices, X.data, idx, oracle.y_kernel, S, k, intercept,
-                    oracle.code, oracle.x_norm_sq, oracle.max_grad_norm, t, f, q0, q1, q2, tail,
-                    pool, used, cols, R)
-                csr_scatter_add(X.indptr, X.indices, X.data, idx, R, -eta[t] / normaliser, S)
-            if oracle.fit_intercept:
-                g_b = R.sum(axis=0) if m else np.zeros(k)
-                if noise_std > 0:
-                    g_b += noise_std * noise_rng.standard_normal(k)
-                intercept -= (eta[t] / normaliser) * g_b
-                if tail:
-                    intercept_sum += intercept
-        # Flush: every coordinate's pending noise up to the block's end.
-        flush(S, k, g, f, q0, q1, q2, tail, noise_rng.standard_normal(d * per_coord))
+    with NormalStream(noise_rng) if noise_std > 0 else _NoNormals() as normals:
+        for f, g in zip(starts[:-1], starts[1:]):
+            q0, q1, q2 = _block_prefix_sums(c2, f, g)
+            tail = averaged and f >= t0
+            per_coord = k * (2 if tail else 1)
+            for t in range(f, g):
+                idx = sampler.sample()
+                m = len(idx)
+                if m:
+                    nnz = int((X.indptr[idx + 1] - X.indptr[idx]).sum())
+                    if cols.shape[0] < nnz:
+                        cols = np.empty(2 * nnz, dtype=np.int64)
+                    if residuals.shape[0] < m:
+                        residuals = np.empty((2 * m, k), dtype=np.float64)
+                    R = residuals[:m]
+                    used = lazy_clipped_residuals(
+                        X.indptr, X.indices, X.data, idx, oracle.y_kernel, S, k, intercept,
+                        oracle.code, oracle.x_norm_sq, oracle.max_grad_norm, t, f, q0, q1, q2,
+                        tail, normals.view(nnz * per_coord), 0, cols, R)
+                    normals.advance(used)
+                    csr_scatter_add(X.indptr, X.indices, X.data, idx, R, -eta[t] / normaliser, S)
+                if oracle.fit_intercept:
+                    g_b = R.sum(axis=0) if m else np.zeros(k)
+                    if noise_std > 0:
+                        g_b += noise_std * normals.take(k)
+                    intercept -= (eta[t] / normaliser) * g_b
+                    if tail:
+                        intercept_sum += intercept
+            # Flush: every coordinate's pending noise up to the block's end.
+            used = flush(S, k, g, f, q0, q1, q2, tail, normals.view(d * per_coord))
+            normals.advance(used)
 
     theta = np.empty(theta0.shape, dtype=theta0.dtype)
     n_avg = cfg.steps - t0

@@ -87,3 +87,68 @@ class NoiseStream:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class NormalStream:
+    """One sequence of standard normals from ``rng``, handed out in slices.
+
+    For the lazy-noise engine, whose kernels consume a data-dependent number
+    of normals: :meth:`view` returns at least ``need`` unused normals, the
+    kernel reports how many it used, :meth:`advance` moves past them. Every
+    normal is used at most once, in order. The sequence is drawn in blocks
+    of ``block`` normals, the next block on a worker thread when
+    ``background`` (the numbers do not depend on it).
+    """
+
+    def __init__(self, rng, block=1 << 20, background=None):
+        self.rng = rng
+        self.block = int(block)
+        if background is None:
+            background = (os.cpu_count() or 1) > 1
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="sklearn_fdp-noise") \
+            if background else None
+        self._next = self._pool.submit(self._draw) if self._pool is not None else None
+        self._buf = np.empty(0)
+        self._pos = 0
+
+    def _draw(self):
+        return self.rng.standard_normal(self.block)
+
+    def _block(self):
+        if self._pool is None:
+            return self._draw()
+        out = self._next.result()
+        self._next = self._pool.submit(self._draw)
+        return out
+
+    def view(self, need):
+        """At least ``need`` unused normals (a view; do not keep it past :meth:`advance`)."""
+        if self._buf.shape[0] - self._pos < need:
+            parts = [self._buf[self._pos:]]
+            have = parts[0].shape[0]
+            while have < need:
+                parts.append(self._block())
+                have += parts[-1].shape[0]
+            self._buf = np.concatenate(parts) if len(parts) > 1 else parts[0]
+            self._pos = 0
+        return self._buf[self._pos:]
+
+    def advance(self, used):
+        self._pos += int(used)
+
+    def take(self, count):
+        """The next ``count`` normals."""
+        out = self.view(count)[:count]
+        self.advance(count)
+        return out
+
+    def close(self):
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -73,7 +73,7 @@ def _catch_up_one(S, j, k, b, block_start, q0, q1, q2, tail, normals, used):
                 used += 1
         return used
     width = bb - a
-    if v0 <= 0.0:  # no noise (non-private run): the deterministic part only
+    if not v0 > 0.0:  # no noise (non-private run): the deterministic part only
         for c in range(k):
             S[j, k + c] += width * S[j, c]
         return used
