@@ -181,3 +181,31 @@ def test_kernels_do_not_modify_inputs():
     LinearGradientOracle(A, y, lin, True, 0.5)(np.arange(20), theta)
     for before, after in zip(copies, [X, y, theta, A.data]):
         np.testing.assert_array_equal(before, after)
+
+
+@pytest.mark.slow
+def test_second_process_loads_every_kernel_from_the_disk_cache(tmp_path):
+    """Kernels are cached on disk: a second process compiles nothing.
+
+    Two fresh interpreters share an empty ``NUMBA_CACHE_DIR`` and fit tiny
+    dense and CSR models (eager and lazy paths); numba's cache log of the
+    second must show loads only. (Counts log lines; times nothing.)
+    """
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np, scipy.sparse as sp\n"
+        "from sklearn_fdp import DPSGDClassifier\n"
+        "X = np.random.default_rng(0).normal(size=(200, 5)); y = (X[:, 0] > 0).astype(int)\n"
+        "for Z, m in ((X, 0.9), (sp.csr_matrix(X), 0.0)):\n"
+        "    DPSGDClassifier(epsilon=None, noise_multiplier=1.0, epochs=1, momentum=m,\n"
+        "                    random_state=0).fit(Z, y)\n"
+    )
+    env = {**os.environ, "NUMBA_DEBUG_CACHE": "1", "NUMBA_CACHE_DIR": str(tmp_path)}
+    logs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True, env=env).stdout for _ in range(2)]
+    assert "data saved to" in logs[0]  # the first process compiled and saved
+    assert "data saved to" not in logs[1]
+    assert "data loaded from" in logs[1]
