@@ -14,31 +14,19 @@ __all__ = ["PrivateMeanCenterer"]
 
 ROW_SCALINGS = ("normalize", "clip", "none")
 
-# row_scaling="none" accepts rows whose norm exceeds norm_bound by this relative
-# amount (floating-point rounding of rows the user normalised); the sensitivity
-# is then norm_bound * (1 + _NORM_RTOL), a negligible excess.
-_NORM_RTOL = 1e-9
-
 
 def scale_rows(X, norm_bound, row_scaling, estimator_name):
     """Data-independent row scaling; returns a new array (``X`` is not modified).
 
     ``"normalize"``: every non-zero row to L2 norm ``norm_bound`` (zero rows
     stay zero). ``"clip"``: rows of norm above ``norm_bound`` scaled down to
-    it. ``"none"``: rows unchanged, after checking that none has norm above
-    ``norm_bound`` (the check raises without naming the offending norm, which
-    would itself leak it).
+    it. ``"none"``: rows unchanged (a copy). No branch depends on the data
+    in a way that is observable apart from the returned rows, so nothing
+    about ``X`` leaks through an exception or a warning.
     """
-    norms = np.linalg.norm(X, axis=1)
     if row_scaling == "none":
-        if np.any(norms > norm_bound * (1 + _NORM_RTOL)):
-            raise ValueError(
-                f"{estimator_name} with row_scaling='none': some row has norm > "
-                f"norm_bound={norm_bound!r}, so the privacy guarantee would not hold. "
-                "Use row_scaling='clip' or 'normalize', or a larger norm_bound chosen "
-                "without looking at the data."
-            )
         return np.array(X, copy=True, order="C")
+    norms = np.linalg.norm(X, axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         if row_scaling == "normalize":
             factor = np.where(norms > 0, norm_bound / norms, 0.0)
@@ -75,9 +63,12 @@ class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
         ``"normalize"``: every non-zero row is scaled to norm exactly
         ``norm_bound`` (zero rows stay zero), as in the DPSGD-F paper (App.
         C). ``"clip"``: only rows of norm above ``norm_bound`` are scaled down
-        to it. ``"none"``: rows are not rescaled; the guarantee then holds
-        only if every row has norm ≤ ``norm_bound``, which ``fit`` checks
-        (raising ``ValueError`` without revealing the largest norm).
+        to it. ``"none"``: for rows the user has already bounded, e.g.
+        normalised upstream: ``transform`` does not rescale them, and ``fit``
+        clips them to ``norm_bound`` silently before summing — a no-op when
+        the bound holds, and what keeps the sensitivity at ``norm_bound``
+        when it does not. ``fit`` neither raises nor warns on the norms
+        (either would reveal one bit about the data outside the budget).
     random_state : int, RandomState instance or None, default=None
         Seeds the noise; a fixed value reproduces ``mean_``.
 
@@ -113,7 +104,10 @@ class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
     ``σ = accounting.gaussian_noise_multiplier(epsilon, delta)``.
 
     ``transform`` scales the rows exactly as ``fit`` did, so training and
-    test data see the same map ``x -> scale(x) - mean_``.
+    test data see the same map ``x -> scale(x) - mean_`` (with
+    ``row_scaling="none"``, ``x -> x - mean_``; ``mean_`` is then the noisy
+    mean of the rows clipped to ``norm_bound``, equal in distribution to the
+    plain noisy mean whenever the bound holds).
     ``inverse_transform`` adds ``mean_`` back but cannot undo the row
     scaling (the original norms are not kept).
 
@@ -176,7 +170,11 @@ class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
         X = validate_data(self, X, dtype=[np.float64, np.float32], order="C")
         n_samples, n_features = X.shape
         check_delta_vs_n(self.delta, n_samples, name)
-        Xs = scale_rows(X, float(self.norm_bound), self.row_scaling, name)
+        # "none": rows the user bounded; clipping them (a no-op when the bound
+        # holds) keeps the sensitivity at norm_bound without any data-dependent
+        # error or warning.
+        scaling = "clip" if self.row_scaling == "none" else self.row_scaling
+        Xs = scale_rows(X, float(self.norm_bound), scaling, name)
         sigma = accounting.gaussian_noise_multiplier(self.epsilon, self.delta)
         noise_std = sigma * float(self.norm_bound) / n_samples
         (rng,) = spawn_generators(self.random_state, 1)
