@@ -2,12 +2,18 @@
 
 from . import accounting, datasets, exceptions, features, preprocessing
 from .exceptions import BudgetExceededError, FdpWarning, PrivacyLeakWarning
-from .linear import DPSGDClassifier, DPSGDFClassifier, FeatureDPLogisticRegression
+from .linear import (
+    AdaMixClassifier,
+    DPSGDClassifier,
+    DPSGDFClassifier,
+    FeatureDPLogisticRegression,
+)
 from .preprocessing import PrivateMeanCenterer
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AdaMixClassifier",
     "BudgetExceededError",
     "DPSGDClassifier",
     "DPSGDFClassifier",

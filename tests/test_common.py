@@ -3,6 +3,7 @@
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_fdp import (
+    AdaMixClassifier,
     DPSGDClassifier,
     DPSGDFClassifier,
     FeatureDPLogisticRegression,
@@ -20,6 +21,10 @@ ESTIMATORS = [
     DPSGDFClassifier(epsilon=50.0, epsilon_mean=1.0, delta=1e-9, epochs=5, accountant="rdp",
                      random_state=0),
     PrivateMeanCenterer(epsilon=50.0, delta=1e-9, random_state=0),
+    # Without public_mask every record is private: NoisyGD (the ablation
+    # switches must be off); σ = 1 keeps the number of steps small.
+    AdaMixClassifier(epsilon=50.0, delta=1e-9, noise_multiplier=1.0, projection=False,
+                     adaptive_clipping=False, random_state=0),
 ]
 
 # Estimator name -> {check name: reason}. Every entry must say why.

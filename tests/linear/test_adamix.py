@@ -1,0 +1,451 @@
+"""AdaMixClassifier: public/private mixing, accounting, ablations and the pDP report."""
+
+import copy
+import math
+import pickle
+
+import numpy as np
+import pytest
+import sklearn
+from sklearn.base import clone
+from sklearn.datasets import load_digits, make_classification
+from sklearn.exceptions import NotFittedError
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV, train_test_split
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import Normalizer
+
+from sklearn_fdp import AdaMixClassifier, accounting
+from sklearn_fdp.exceptions import BudgetExceededError
+from sklearn_fdp.linear._adamix import _AdaMixOracle, _residual
+
+NOISY_GD = dict(projection=False, adaptive_clipping=False)
+
+
+def _public_mask(y, per_class, seed=0):
+    rng = np.random.default_rng(seed)
+    mask = np.zeros(len(y), dtype=bool)
+    for c in np.unique(y):
+        mask[rng.choice(np.flatnonzero(y == c), per_class, replace=False)] = True
+    return mask
+
+
+@pytest.fixture(scope="module")
+def binary():
+    X, y = make_classification(n_samples=1200, n_features=8, n_informative=5, random_state=0)
+    X = Normalizer().fit_transform(X)
+    return X, y, _public_mask(y, 20)
+
+
+@pytest.fixture(scope="module")
+def multiclass():
+    X, y = make_classification(n_samples=1200, n_features=10, n_informative=6, n_classes=4,
+                               n_clusters_per_class=1, random_state=1)
+    X = Normalizer().fit_transform(X)
+    return X, y, _public_mask(y, 5)
+
+
+# -- behaviour -----------------------------------------------------------------
+
+
+def test_binary_fit_predict(binary):
+    X, y, mask = binary
+    clf = AdaMixClassifier(epsilon=3.0, random_state=0).fit(X, y, public_mask=mask)
+    assert clf.coef_.shape == (1, 8) and clf.intercept_.shape == (1,)
+    assert clf.pretrained_coef_.shape == (1, 8)
+    assert clf.n_public_ == mask.sum() and clf.n_private_ == len(y) - mask.sum()
+    assert clf.projection_ and clf.adaptive_clipping_
+    proba = clf.predict_proba(X)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(clf.predict(X), clf.classes_[proba.argmax(axis=1)])
+    ref = LogisticRegression().fit(X, y).score(X, y)
+    assert clf.score(X, y) > ref - 0.1
+
+
+def test_multiclass_fit_and_string_labels(multiclass):
+    X, y, mask = multiclass
+    labels = np.array(["a", "b", "c", "d"])[y]
+    clf = AdaMixClassifier(epsilon=3.0, random_state=0).fit(X, labels, public_mask=mask)
+    assert clf.coef_.shape == (4, 10) and clf.intercept_.shape == (4,)
+    assert list(clf.classes_) == ["a", "b", "c", "d"]
+    assert clf.score(X, labels) > 0.6
+    # The feature subspace has at most min(n_public, d + 1) input directions
+    # per class; the gradient subspace at most n_public dimensions.
+    assert clf.subspace_dims_.max() <= min(mask.sum(), 11) * 4
+    grad = AdaMixClassifier(epsilon=3.0, subspace="gradient", random_state=0)
+    assert grad.fit(X, labels, public_mask=mask).subspace_dims_.max() <= mask.sum()
+    assert clf.clip_thresholds_.shape == (clf.steps_,)
+
+
+def test_not_fitted():
+    with pytest.raises(NotFittedError):
+        AdaMixClassifier().predict(np.zeros((2, 3)))
+    with pytest.raises(NotFittedError):
+        AdaMixClassifier().per_instance_epsilon()
+
+
+def test_pickle_and_clone(binary):
+    X, y, mask = binary
+    clf = AdaMixClassifier(epsilon=1.0, random_state=0).fit(X, y, public_mask=mask)
+    again = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(again.predict(X), clf.predict(X))
+    assert not hasattr(clone(clf), "coef_")
+
+
+# -- public_mask validation --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "make_mask, match",
+    [
+        (lambda m: m.astype(int), "must be a boolean array"),
+        (lambda m: m[:-1], "one entry per row of X"),
+        (lambda m: np.ones_like(m), "marks all 1200 records public"),
+        (lambda m: np.zeros_like(m), "marks no record public"),
+        (lambda m: m.reshape(-1, 1), "one entry per row of X"),
+    ],
+)
+def test_public_mask_errors(binary, make_mask, match):
+    X, y, mask = binary
+    with pytest.raises(ValueError, match=match):
+        AdaMixClassifier(random_state=0).fit(X, y, public_mask=make_mask(mask))
+
+
+def test_no_public_records_is_noisy_gd(binary):
+    X, y, _ = binary
+    clf = AdaMixClassifier(epsilon=2.0, random_state=0, **NOISY_GD).fit(X, y)
+    assert clf.n_public_ == 0 and not clf.projection_ and not clf.adaptive_clipping_
+    np.testing.assert_array_equal(clf.pretrained_coef_, 0.0)
+    np.testing.assert_array_equal(clf.clip_thresholds_, 1.0)
+
+
+def test_unknown_parameter_values_raise(binary):
+    X, y, mask = binary
+    for params in [dict(subspace_dim=0), dict(clip_percentile=0.0), dict(variant="x"),
+                   dict(noise_multiplier=0.0), dict(epsilon=-1.0)]:
+        with pytest.raises(ValueError):
+            AdaMixClassifier(**params).fit(X, y, public_mask=mask)
+    with pytest.raises(ValueError, match="l2_regularization > 0"):
+        AdaMixClassifier(variant="theory", l2_regularization=0.0).fit(X, y, public_mask=mask)
+
+
+# -- metadata routing --------------------------------------------------------------
+
+
+class _SpyAdaMix(AdaMixClassifier):
+    """Records what ``fit`` receives (sizes of X and of the public mask)."""
+
+    calls = []
+
+    def fit(self, X, y, public_mask=None):
+        type(self).calls.append((len(X), None if public_mask is None else len(public_mask),
+                                 None if public_mask is None else int(np.sum(public_mask))))
+        return super().fit(X, y, public_mask=public_mask)
+
+
+def test_metadata_routing_pipeline_and_gridsearch(binary):
+    X, y, mask = binary
+    _SpyAdaMix.calls = []
+    with sklearn.config_context(enable_metadata_routing=True):
+        est = _SpyAdaMix(epsilon=1.0, random_state=0).set_fit_request(public_mask=True)
+        pipe = make_pipeline(Normalizer(), est)
+        pipe.fit(X, y, public_mask=mask)
+        assert _SpyAdaMix.calls[-1] == (len(X), len(X), int(mask.sum()))
+        search = GridSearchCV(pipe, {"_spyadamix__l2_regularization": [1e-2, 1e-1]}, cv=3)
+        search.fit(X, y, public_mask=mask)
+    # 2 candidates x 3 folds + the refit; every fold got the mask of its rows.
+    calls = _SpyAdaMix.calls[1:]
+    assert len(calls) == 7
+    for n_x, n_mask, n_pub in calls[:-1]:
+        assert n_x == n_mask == 800
+        assert 0 < n_pub < int(mask.sum())
+    assert sum(c[2] for c in calls[:3]) == 2 * int(mask.sum())  # each public row in 2 of 3
+    assert calls[-1] == (len(X), len(X), int(mask.sum()))
+    assert search.best_estimator_[-1].n_public_ == mask.sum()
+
+
+def test_metadata_routing_requires_request(binary):
+    X, y, mask = binary
+    with sklearn.config_context(enable_metadata_routing=True):
+        pipe = make_pipeline(AdaMixClassifier(epsilon=1.0))
+        with pytest.raises(Exception, match="public_mask"):
+            pipe.fit(X, y, public_mask=mask)
+
+
+# -- accounting ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("epsilon, sigma", [(0.5, 20.0), (3.0, 20.0), (3.0, 5.0)])
+def test_epsilon_is_accountant_value_and_steps_are_maximal(binary, epsilon, sigma):
+    X, y, mask = binary
+    clf = AdaMixClassifier(epsilon=epsilon, noise_multiplier=sigma, random_state=0)
+    clf.fit(X, y, public_mask=mask)
+    assert clf.epsilon_ <= epsilon
+    again = accounting.epsilon_of_event(clf.dp_event_, clf.delta_, accountant="pld")
+    assert clf.epsilon_ == pytest.approx(again, rel=1e-12)
+    same = accounting.epsilon_of_event(accounting.dpsgd_event(sigma, 1.0, clf.steps_),
+                                       clf.delta_, accountant="pld")
+    assert clf.epsilon_ == pytest.approx(same, rel=1e-12)
+    # GDP (Lemma 8): T Gaussian steps of multiplier σ = one of multiplier σ / sqrt(T).
+    exact = accounting.gaussian_epsilon(sigma / math.sqrt(clf.steps_), clf.delta_)
+    assert exact <= clf.epsilon_ + 1e-6
+    # One more step would overspend.
+    assert accounting.gaussian_epsilon(sigma / math.sqrt(clf.steps_ + 1), clf.delta_) > epsilon
+    assert clf.n_iter_ == clf.steps_ and clf.noise_multiplier_ == sigma
+
+
+def test_budget_too_small_for_one_step(binary):
+    X, y, mask = binary
+    with pytest.raises(BudgetExceededError, match="noise_multiplier >="):
+        AdaMixClassifier(epsilon=0.1, noise_multiplier=1.0).fit(X, y, public_mask=mask)
+
+
+def test_more_steps_with_larger_sigma(binary):
+    X, y, mask = binary
+    small = AdaMixClassifier(epsilon=2.0, noise_multiplier=5.0, random_state=0)
+    large = AdaMixClassifier(epsilon=2.0, noise_multiplier=10.0, random_state=0)
+    assert large.fit(X, y, public_mask=mask).steps_ > small.fit(X, y, public_mask=mask).steps_
+
+
+# -- ablation switches -------------------------------------------------------------------
+
+
+def test_ablation_switches(multiclass):
+    X, y, mask = multiclass
+    n_params = (X.shape[1] + 1) * 4
+    fits = {name: AdaMixClassifier(epsilon=1.0, random_state=0, projection=p,
+                                   adaptive_clipping=a).fit(X, y, public_mask=mask)
+            for name, p, a in [("ngd", False, False), ("proj", True, False),
+                               ("clip", False, True), ("adamix", True, True)]}
+    ngd = fits["ngd"]
+    assert not ngd.projection_ and not ngd.adaptive_clipping_
+    np.testing.assert_array_equal(ngd.clip_thresholds_, ngd.max_grad_norm)
+    np.testing.assert_array_equal(ngd.subspace_dims_, n_params)
+    assert fits["proj"].projection_ and not fits["proj"].adaptive_clipping_
+    assert fits["proj"].subspace_dims_.max() <= min(mask.sum(), X.shape[1] + 1) * 4
+    np.testing.assert_array_equal(fits["proj"].clip_thresholds_, 1.0)
+    clip = fits["clip"]
+    np.testing.assert_array_equal(clip.subspace_dims_, n_params)
+    # First step: τ is the 90th percentile of the public gradient norms at w_ref.
+    theta_ref = np.vstack([clip.pretrained_coef_.T, clip.pretrained_intercept_])
+    Xp = np.hstack([X[mask], np.ones((mask.sum(), 1))])
+    R = _residual(Xp @ theta_ref, y[mask])
+    norms = np.linalg.norm(Xp, axis=1) * np.linalg.norm(R, axis=1)
+    assert clip.clip_thresholds_[0] == pytest.approx(np.percentile(norms, 90.0))
+    # The same budget (and number of steps) for every variant.
+    assert len({f.steps_ for f in fits.values()}) == 1
+    assert len({f.epsilon_ for f in fits.values()}) == 1
+
+
+def test_subspace_dim_caps_the_noise_dimension(multiclass):
+    X, y, mask = multiclass
+    clf = AdaMixClassifier(epsilon=1.0, subspace_dim=3, subspace="gradient", random_state=0)
+    clf.fit(X, y, public_mask=mask)
+    assert clf.subspace_dims_.max() == 3
+    clf = AdaMixClassifier(epsilon=1.0, subspace_dim=3, random_state=0)
+    clf.fit(X, y, public_mask=mask)
+    assert clf.subspace_dims_.max() == 3 * 4  # 3 input directions x 4 classes
+
+
+@pytest.mark.parametrize("subspace", ["gradient", "feature"])
+@pytest.mark.parametrize("n_outputs, n_pub", [(1, 6), (3, 6), (1, 40), (3, 40)])
+@pytest.mark.parametrize("subspace_dim", [None, 2])
+def test_oracle_matches_explicit_projection(subspace, n_outputs, n_pub, subspace_dim):
+    """Projected, clipped private sum and noise support vs per-example gradients + SVD."""
+    rng = np.random.default_rng(0)
+    d, n_priv = 5, 30
+    X_priv = rng.normal(size=(n_priv, d)) / 2
+    X_pub = rng.normal(size=(n_pub, d)) / 2
+    if n_outputs == 1:
+        y_priv, y_pub = rng.integers(0, 2, n_priv) * 1.0, rng.integers(0, 2, n_pub) * 1.0
+    else:
+        y_priv, y_pub = rng.integers(0, 3, n_priv), rng.integers(0, 3, n_pub)
+    theta = rng.normal(size=(d + 1, n_outputs))
+    oracle = _AdaMixOracle(X_priv, y_priv, X_pub, y_pub, n_outputs, True, 2.0, subspace_dim,
+                           90.0, True, True, 1.0, n_priv + n_pub, 0.0, np.zeros_like(theta),
+                           subspace=subspace)
+    out = oracle(np.arange(n_priv), theta)
+
+    def grads(X, y):
+        Xt = np.hstack([X, np.ones((len(X), 1))])
+        R = _residual(Xt @ theta, y)
+        return np.einsum("ia,ib->iab", Xt, R).reshape(len(X), -1), Xt, R
+
+    G_pub, Xt_pub, R_pub = grads(X_pub, y_pub)
+    G_priv, _, _ = grads(X_priv, y_priv)
+    tau = np.percentile(np.linalg.norm(G_pub, axis=1), 90.0)
+    if subspace == "gradient":
+        _, s, Vt = np.linalg.svd(G_pub, full_matrices=False)
+        rank = int(np.sum(s > 1e-5 * s[0]))
+        U = Vt[: rank if subspace_dim is None else min(subspace_dim, rank)].T
+    else:
+        W = Xt_pub * np.linalg.norm(R_pub, axis=1)[:, None]
+        _, s, Vt = np.linalg.svd(W, full_matrices=False)
+        rank = int(np.sum(s > 1e-5 * s[0]))
+        V = Vt[: rank if subspace_dim is None else min(subspace_dim, rank)].T
+        U = np.kron(V, np.eye(n_outputs))  # S -> V S in vec (row-major) order
+    proj = G_priv @ U
+    norms = np.linalg.norm(proj, axis=1)
+    clipped = proj * np.minimum(1.0, tau / norms)[:, None]
+    expected = (U @ clipped.sum(axis=0)).reshape(theta.shape)
+    np.testing.assert_allclose(out, expected, atol=1e-9)
+    np.testing.assert_allclose(oracle.sens_sq, (np.minimum(norms, tau) / tau) ** 2, rtol=1e-9)
+    assert oracle._n_dims == U.shape[1]
+    # The noise lives in the subspace and is N(0, (σ τ)² I_k) there.
+    noise = np.stack([oracle.noise(rng).ravel() for _ in range(4000)])
+    np.testing.assert_allclose(noise - noise @ U @ U.T, 0.0, atol=1e-9)
+    cov = np.cov((noise @ U).T)
+    np.testing.assert_allclose(cov, (2.0 * tau) ** 2 * np.eye(U.shape[1]),
+                               atol=0.12 * (2.0 * tau) ** 2)
+
+
+# -- theory variant --------------------------------------------------------------------
+
+
+def test_theory_variant(binary):
+    X, y, mask = binary
+    L = math.sqrt(2.0)  # binary log loss, rows of norm <= 1 plus intercept
+    clf = AdaMixClassifier(epsilon=3.0, variant="theory", max_grad_norm=L, random_state=0)
+    clf.fit(X, y, public_mask=mask)
+    assert not clf.projection_ and not clf.adaptive_clipping_
+    np.testing.assert_array_equal(clf.clip_thresholds_, L)
+    assert clf.learning_rate_ == clf.l2_regularization
+    assert clf.epsilon_ <= 3.0
+    assert clf.score(X, y) > 0.7
+    # With a Lipschitz bound the clip never binds: every record has μ_i <= sqrt(T)/σ.
+    assert np.all(clf.per_instance_mu_ <= math.sqrt(clf.steps_) / clf.noise_multiplier_ + 1e-12)
+
+
+def test_theory_weighted_average_matches_reference(binary):
+    """Algorithm 3 re-implemented in numpy with the same noise stream."""
+    from sklearn_fdp._random import spawn_generators
+
+    X, y, mask = binary
+    lam, L, sigma, seed = 0.05, math.sqrt(2.0), 20.0, 3
+    clf = AdaMixClassifier(epsilon=0.5, variant="theory", max_grad_norm=L, l2_regularization=lam,
+                           noise_multiplier=sigma, random_state=seed, public_epochs=0)
+    clf.fit(X, y, public_mask=mask)
+    T = clf.steps_
+    noise_rng = spawn_generators(seed, 2)[0]
+    Xt = np.hstack([X, np.ones((len(X), 1))])
+    Xpub, ypub, Xpri, ypri = Xt[mask], y[mask], Xt[~mask], y[~mask]
+    w = np.zeros((Xt.shape[1], 1))  # w_ref = 0 without pretraining
+    avg = np.zeros_like(w)
+    n = len(X)
+    for t in range(1, T + 1):
+        avg += 2 * t / (T * (T + 1)) * w
+        R = _residual(Xpri @ w, ypri)
+        norms = np.linalg.norm(Xpri, axis=1) * np.abs(R[:, 0])  # ‖x~_i r_i‖
+        scale = np.minimum(1.0, L / np.maximum(norms, 1e-300))
+        priv = Xpri.T @ (R * scale[:, None])
+        priv += sigma * L * noise_rng.standard_normal(w.shape)
+        pub = Xpub.T @ _residual(Xpub @ w, ypub)
+        grad = (priv + pub) / n + lam * w
+        w = w - 2.0 / (lam * (t + 1)) * grad
+    np.testing.assert_allclose(clf.coef_.ravel(), avg[:-1, 0], rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(clf.intercept_, avg[-1], rtol=1e-7, atol=1e-9)
+
+
+# -- per-instance DP ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("params", [{}, NOISY_GD, dict(projection=False),
+                                    dict(variant="theory", max_grad_norm=1.0)])
+def test_per_instance_epsilon_below_epsilon(multiclass, params):
+    X, y, mask = multiclass
+    clf = AdaMixClassifier(epsilon=3.0, random_state=0, **params).fit(X, y, public_mask=mask)
+    eps = clf.per_instance_epsilon()
+    assert eps.shape == (clf.n_private_,)
+    assert np.all(eps >= 0) and np.all(eps <= clf.epsilon_)
+    assert np.all(np.isfinite(eps))
+    # Per record: ε_i is the Gaussian ε of μ_i.
+    i = int(np.argmin(clf.per_instance_mu_))
+    exact = accounting.gaussian_epsilon(1.0 / clf.per_instance_mu_[i], clf.delta_)
+    assert eps[i] == pytest.approx(exact, rel=1e-6)
+    # A larger δ gives smaller ε; the bound for δ is still <= the run's ε at that δ.
+    loose = clf.per_instance_epsilon(delta=1e-3)
+    assert np.all(loose <= eps + 1e-12)
+    run_eps = accounting.gaussian_epsilon(clf.noise_multiplier_ / math.sqrt(clf.steps_), 1e-3)
+    assert np.all(loose <= run_eps * (1 + 1e-9))
+
+
+def test_plot_per_instance_epsilon(binary):
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    X, y, mask = binary
+    clf = AdaMixClassifier(epsilon=1.0, random_state=0).fit(X, y, public_mask=mask)
+    ax = clf.plot_per_instance_epsilon(bins=10, label="AdaMix")
+    assert ax.get_xlabel().startswith("per-instance")
+    plt.close(ax.figure)
+
+
+# -- inputs and determinism --------------------------------------------------------------
+
+
+def test_inputs_not_mutated(multiclass):
+    X, y, mask = multiclass
+    X0, y0, m0 = X.copy(), y.copy(), mask.copy()
+    AdaMixClassifier(epsilon=1.0, random_state=0).fit(X, y, public_mask=mask)
+    AdaMixClassifier(epsilon=1.0, variant="theory", random_state=0).fit(X, y, public_mask=mask)
+    np.testing.assert_array_equal(X, X0)
+    np.testing.assert_array_equal(y, y0)
+    np.testing.assert_array_equal(mask, m0)
+
+
+def test_determinism(binary):
+    X, y, mask = binary
+    a = AdaMixClassifier(epsilon=1.0, random_state=7).fit(X, y, public_mask=mask)
+    b = AdaMixClassifier(epsilon=1.0, random_state=7).fit(X, y, public_mask=mask)
+    c = AdaMixClassifier(epsilon=1.0, random_state=8).fit(X, y, public_mask=mask)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.per_instance_epsilon(), b.per_instance_epsilon())
+    assert not np.array_equal(a.coef_, c.coef_)
+    # The pretrained weights use public data only and no randomness.
+    np.testing.assert_array_equal(a.pretrained_coef_, c.pretrained_coef_)
+
+
+def test_float32_input(binary):
+    X, y, mask = binary
+    a = AdaMixClassifier(epsilon=1.0, random_state=0).fit(X.astype(np.float32), y,
+                                                            public_mask=mask)
+    assert a.predict(X.astype(np.float32)).shape == y.shape
+
+
+# -- statistical (slow) ------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_digits_few_shot_adamix_beats_public_only_and_noisy_gd():
+    X, y = load_digits(return_X_y=True)
+    X = Normalizer().fit_transform(X)
+    X, Xte, y, yte = train_test_split(X, y, test_size=0.25, random_state=0, stratify=y)
+    scores = {"public": [], "ngd": [], "adamix": []}
+    for seed in range(3):
+        mask = _public_mask(y, 5, seed)
+        ada = AdaMixClassifier(epsilon=3.0, random_state=seed).fit(X, y, public_mask=mask)
+        ngd = AdaMixClassifier(epsilon=3.0, random_state=seed, **NOISY_GD)
+        ngd.fit(X, y, public_mask=mask)
+        pub = copy.deepcopy(ada)
+        pub.coef_, pub.intercept_ = ada.pretrained_coef_, ada.pretrained_intercept_
+        scores["public"].append(pub.score(Xte, yte))
+        scores["ngd"].append(ngd.score(Xte, yte))
+        scores["adamix"].append(ada.score(Xte, yte))
+    mean = {k: np.mean(v) for k, v in scores.items()}
+    assert mean["adamix"] > mean["public"] + 0.01
+    assert mean["adamix"] >= mean["ngd"] - 0.01
+
+
+def test_gdp_epsilon_matches_analytic_gaussian():
+    mu = np.array([[0.0, 1e-3, 0.05], [0.3, 1.0, 4.0]])
+    eps = accounting.gdp_epsilon(mu, 1e-5)
+    assert eps.shape == mu.shape and eps[0, 0] == 0.0
+    for m, e in zip(mu.ravel()[1:], eps.ravel()[1:]):
+        assert e == pytest.approx(accounting.gaussian_epsilon(1.0 / m, 1e-5), rel=1e-8)
+    assert np.all(np.diff(eps.ravel()) > 0)
+    assert accounting.gdp_epsilon(np.inf, 1e-5) == np.inf
+    with pytest.raises(ValueError, match="mu"):
+        accounting.gdp_epsilon([-1.0], 1e-5)
