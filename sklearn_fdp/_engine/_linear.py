@@ -176,11 +176,14 @@ class LinearGradientOracle:
             dense_clipped_sum(self.X, idx, self.y_kernel, theta, self.code, self.fit_intercept,
                               self.x_norm_sq, self.max_grad_norm, out)
         else:
-            Xb = self.X[idx]
-            Z = self.decision(Xb, theta)
+            d = self.n_features
+            Xb = np.take(self.X, idx, axis=0)
+            Z = Xb @ theta[:d]
+            if self.fit_intercept:
+                Z += theta[d]
             clip_residuals(Z, self.y_kernel[idx], self.code, self.x_norm_sq[idx],
                            self.max_grad_norm)
-            out[: self.n_features] = Xb.T @ Z
+            np.matmul(Xb.T, Z, out=out[:d])
             if self.fit_intercept:
-                out[self.n_features] = Z.sum(axis=0)
+                Z.sum(axis=0, out=out[d])
         return out
