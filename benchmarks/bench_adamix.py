@@ -52,7 +52,6 @@ NUMBA_NUM_THREADS=1``. Writes ``benchmarks/results/adamix.{json,md}`` and
 """
 
 import argparse
-import hashlib
 import json
 import math
 import pathlib
@@ -66,6 +65,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import Normalizer
 
+from _common import library_fingerprint  # benchmarks/ is on sys.path when run as a script
 import sklearn_fdp
 from sklearn_fdp import AdaMixClassifier, DPSGDClassifier
 from sklearn_fdp.datasets import load_adult, load_mnist8k, make_adult_preprocessor
@@ -87,25 +87,6 @@ ABLATION = {
 }
 LINES = ["public-only", *ABLATION, "AdaMix (theory)", "DPSGD (private rows)", "non-private"]
 THEORY_LAMBDA = 1e-2
-
-
-def library_fingerprint():
-    """The commit in .git/HEAD (read as a file) and a hash of the sklearn_fdp sources."""
-    h = hashlib.sha256()
-    for path in sorted((ROOT / "sklearn_fdp").rglob("*.py")):
-        h.update(str(path.relative_to(ROOT)).encode())
-        h.update(path.read_bytes())
-    head = "unknown"
-    try:
-        ref = (ROOT / ".git" / "HEAD").read_text().strip()
-        if ref.startswith("ref: "):
-            ref_path = ROOT / ".git" / ref[5:]
-            head = ref_path.read_text().strip() if ref_path.exists() else ref
-        else:
-            head = ref
-    except OSError:
-        pass
-    return dict(git_head=head, sklearn_fdp_sources_sha256=h.hexdigest())
 
 
 # -- data ----------------------------------------------------------------------

@@ -52,7 +52,6 @@ seeds and configurations, written to ``dpsgdf_quick.*`` beside them).
 """
 
 import argparse
-import hashlib
 import itertools
 import json
 import pathlib
@@ -64,6 +63,7 @@ from sklearn.datasets import load_digits
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 
+from _common import library_fingerprint  # benchmarks/ is on sys.path when run as a script
 import sklearn_fdp
 from sklearn_fdp import DPSGDClassifier, DPSGDFClassifier
 from sklearn_fdp.datasets import (load_adult, load_mnist8k, make_adult_preprocessor,
@@ -102,29 +102,6 @@ ADULT_DIAG_EPSILONS = [1.0, 8.0]
 ADULT_DIAG_EPOCHS = [10.0, 20.0, 40.0]
 
 ENV = {}
-
-
-def library_fingerprint():
-    """Which sklearn_fdp source the run used: the commit in .git/HEAD and a content hash.
-
-    Reads ``.git/HEAD`` as a file (no git process is started); uncommitted
-    changes show up only in the hash of the ``sklearn_fdp`` sources.
-    """
-    h = hashlib.sha256()
-    for path in sorted((ROOT / "sklearn_fdp").rglob("*.py")):
-        h.update(str(path.relative_to(ROOT)).encode())
-        h.update(path.read_bytes())
-    head = "unknown"
-    try:
-        ref = (ROOT / ".git" / "HEAD").read_text().strip()
-        if ref.startswith("ref: "):
-            ref_path = ROOT / ".git" / ref[5:]
-            head = ref_path.read_text().strip() if ref_path.exists() else ref
-        else:
-            head = ref
-    except OSError:
-        pass
-    return dict(git_head=head, sklearn_fdp_sources_sha256=h.hexdigest())
 
 
 def _grid(grid):

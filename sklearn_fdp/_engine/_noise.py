@@ -26,7 +26,39 @@ def _background_default(size):
     return size >= BACKGROUND_MIN_SIZE and (os.cpu_count() or 1) > 1
 
 
-class NoiseStream:
+class _AheadDraws:
+    """Calls ``self._draw()`` in order, each next call ahead on a worker thread.
+
+    Subclasses call :meth:`_start` once and :meth:`_take` for every result;
+    ``more`` tells whether another result will be wanted (nothing is drawn
+    beyond the last, so the generator ends in the same state either way).
+    """
+
+    def _start(self, background, more=True):
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="sklearn_fdp-noise") \
+            if background and more else None
+        self._next = self._pool.submit(self._draw) if self._pool is not None else None
+
+    def _take(self, more=True):
+        if self._pool is None:
+            return self._draw()
+        out = self._next.result()
+        self._next = self._pool.submit(self._draw) if more else None
+        return out
+
+    def close(self):
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class NoiseStream(_AheadDraws):
     """``n_draws`` arrays ``std * N(0, I) * mask`` of ``shape`` and ``dtype`` from ``rng``.
 
     Parameters
@@ -55,9 +87,7 @@ class NoiseStream:
         self.remaining = int(n_draws)
         if background is None:
             background = _background_default(int(np.prod(shape)))
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="sklearn_fdp-noise") \
-            if background and self.remaining > 0 else None
-        self._next = self._pool.submit(self._draw) if self._pool is not None else None
+        self._start(background, more=self.remaining > 0)
 
     def _draw(self):
         noise = self.rng.standard_normal(self.shape).astype(self.dtype, copy=False)
@@ -71,25 +101,10 @@ class NoiseStream:
         if self.remaining <= 0:
             raise RuntimeError("NoiseStream exhausted: more draws than announced.")
         self.remaining -= 1
-        if self._pool is None:
-            return self._draw()
-        noise = self._next.result()
-        self._next = self._pool.submit(self._draw) if self.remaining > 0 else None
-        return noise
-
-    def close(self):
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+        return self._take(more=self.remaining > 0)
 
 
-class NormalStream:
+class NormalStream(_AheadDraws):
     """One sequence of standard normals from ``rng``, handed out in slices.
 
     For the lazy-noise engine, whose kernels consume a data-dependent number
@@ -105,21 +120,12 @@ class NormalStream:
         self.block = int(block)
         if background is None:
             background = (os.cpu_count() or 1) > 1
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="sklearn_fdp-noise") \
-            if background else None
-        self._next = self._pool.submit(self._draw) if self._pool is not None else None
+        self._start(background)
         self._buf = np.empty(0)
         self._pos = 0
 
     def _draw(self):
         return self.rng.standard_normal(self.block)
-
-    def _block(self):
-        if self._pool is None:
-            return self._draw()
-        out = self._next.result()
-        self._next = self._pool.submit(self._draw)
-        return out
 
     def view(self, need):
         """At least ``need`` unused normals (a view; do not keep it past :meth:`advance`)."""
@@ -127,7 +133,7 @@ class NormalStream:
             parts = [self._buf[self._pos:]]
             have = parts[0].shape[0]
             while have < need:
-                parts.append(self._block())
+                parts.append(self._take())
                 have += parts[-1].shape[0]
             self._buf = np.concatenate(parts) if len(parts) > 1 else parts[0]
             self._pos = 0
@@ -141,14 +147,3 @@ class NormalStream:
         out = self.view(count)[:count]
         self.advance(count)
         return out
-
-    def close(self):
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()

@@ -104,6 +104,21 @@ def _clip_factor(norm_sq, clip):
     return clip / norm
 
 
+@njit(cache=True, inline="always")
+def _clipped_residual_row(z, yi, code, x_norm_sq_i, clip, r):
+    """``r = c r(z)``, the clipped residual of one row; False when it is zero.
+
+    ``c = min(1, clip / (‖x~‖ ‖r‖))`` with ``x_norm_sq_i = ‖x~‖²``.
+    """
+    rsq = residual_row(z, yi, code, r)
+    if rsq == 0.0:
+        return False
+    s = _clip_factor(x_norm_sq_i * rsq, clip)
+    for c in range(r.shape[0]):
+        r[c] *= s
+    return True
+
+
 @njit(cache=True)
 def clip_residuals(Z, y, code, x_norm_sq, clip):
     """Turn decision values ``Z`` (m × k) into clipped residuals, in place.
@@ -118,10 +133,9 @@ def clip_residuals(Z, y, code, x_norm_sq, clip):
     for i in range(m):
         for c in range(k):
             z[c] = Z[i, c]
-        rsq = residual_row(z, y[i], code, r)
-        s = _clip_factor(x_norm_sq[i] * rsq, clip)
+        _clipped_residual_row(z, y[i], code, x_norm_sq[i], clip, r)
         for c in range(k):
-            Z[i, c] = s * r[c]
+            Z[i, c] = r[c]
 
 
 @njit(cache=True)
@@ -150,12 +164,8 @@ def dense_clipped_sum(X, idx, y, theta, code, fit_intercept, x_norm_sq, clip, ou
                 if xij != 0.0:
                     for c in range(k):
                         z[c] += xij * theta[j, c]
-        rsq = residual_row(z, y[i], code, r)
-        if rsq == 0.0:
+        if not _clipped_residual_row(z, y[i], code, x_norm_sq[i], clip, r):
             continue
-        s = _clip_factor(x_norm_sq[i] * rsq, clip)
-        for c in range(k):
-            r[c] *= s
         if k == 1:
             r0 = r[0]
             for j in range(d):
@@ -188,12 +198,8 @@ def csr_clipped_sum(indptr, indices, data, idx, y, theta, code, fit_intercept, x
             v = data[p]
             for c in range(k):
                 z[c] += v * theta[j, c]
-        rsq = residual_row(z, y[i], code, r)
-        if rsq == 0.0:
+        if not _clipped_residual_row(z, y[i], code, x_norm_sq[i], clip, r):
             continue
-        s = _clip_factor(x_norm_sq[i] * rsq, clip)
-        for c in range(k):
-            r[c] *= s
         for p in range(indptr[i], indptr[i + 1]):
             j = indices[p]
             v = data[p]

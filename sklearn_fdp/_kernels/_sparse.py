@@ -34,7 +34,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ._linear import _clip_factor, residual_row
+from ._linear import _clipped_residual_row
 
 
 @njit(cache=True)
@@ -147,10 +147,9 @@ def lazy_clipped_residuals(indptr, indices, data, idx, y, S, k, intercept, code,
             v = data[p]
             for c in range(k):
                 z[c] += v * S[j, c]
-        rsq = residual_row(z, y[i], code, r)
-        s = _clip_factor(x_norm_sq[i] * rsq, clip) if rsq > 0.0 else 0.0
+        _clipped_residual_row(z, y[i], code, x_norm_sq[i], clip, r)
         for c in range(k):
-            out[ii, c] = s * r[c]
+            out[ii, c] = r[c]
     return used
 
 

@@ -1,0 +1,29 @@
+"""Helpers shared by the benchmark scripts (run as ``python benchmarks/bench_*.py``)."""
+
+import hashlib
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def library_fingerprint():
+    """Which sklearn_fdp source a run used: the commit and a hash of the sources.
+
+    Reads ``.git/HEAD`` as a file (no git process is started); uncommitted
+    changes show up only in the hash of the ``sklearn_fdp`` sources.
+    """
+    h = hashlib.sha256()
+    for path in sorted((ROOT / "sklearn_fdp").rglob("*.py")):
+        h.update(str(path.relative_to(ROOT)).encode())
+        h.update(path.read_bytes())
+    head = "unknown"
+    try:
+        ref = (ROOT / ".git" / "HEAD").read_text().strip()
+        if ref.startswith("ref: "):
+            ref_path = ROOT / ".git" / ref[5:]
+            head = ref_path.read_text().strip() if ref_path.exists() else ref
+        else:
+            head = ref
+    except OSError:
+        pass
+    return dict(git_head=head, sklearn_fdp_sources_sha256=h.hexdigest())
