@@ -190,7 +190,7 @@ def test_projection_and_averaging_and_schedule():
 # -- lazy noise on CSR data ---------------------------------------------------
 
 
-def _sparse_problem(k, n=40, d=6, empty_cols=0, seed=1):
+def _sparse_problem(k, n=40, d=6, empty_cols=0, seed=1, fit_intercept=True):
     """CSR data with dense-ish and rare columns, plus ``empty_cols`` never touched."""
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))
@@ -199,7 +199,7 @@ def _sparse_problem(k, n=40, d=6, empty_cols=0, seed=1):
     X = sp.hstack([sp.csr_matrix(X), sp.csr_matrix((n, empty_cols))], format="csr")
     loss = LinearLoss("log_loss", k)
     y = loss.encode(rng.integers(0, max(k, 2), n))
-    return LinearGradientOracle(X, y, loss, True, 1.0), n
+    return LinearGradientOracle(X, y, loss, fit_intercept, 1.0), n
 
 
 def _lazy_config(sigma, average_start, steps=30):
@@ -227,13 +227,14 @@ def test_lazy_noise_applies_only_where_exact():
 @pytest.mark.parametrize("k", [1, 3])
 @pytest.mark.parametrize("average_start", [None, 12])
 @pytest.mark.parametrize("clip", [1.0, np.inf])
-def test_lazy_without_noise_equals_eager(k, average_start, clip):
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_lazy_without_noise_equals_eager(k, average_start, clip, fit_intercept):
     # With σ = 0 the two loops do the same arithmetic on the same batches
     # (C = ∞ is the non-private baseline: σ C must not become NaN).
-    oracle, n = _sparse_problem(k)
+    oracle, n = _sparse_problem(k, fit_intercept=fit_intercept)
     oracle.max_grad_norm = clip
     cfg = replace(_lazy_config(0.0, average_start), max_grad_norm=clip)
-    theta0 = np.zeros((oracle.n_features + 1, k))
+    theta0 = np.zeros((oracle.n_features + int(fit_intercept), k))
     eager = run_dp_sgd(theta0, oracle, n, cfg, sample_rng=np.random.default_rng(5),
                        noise_rng=np.random.default_rng(6), callback=lambda t, th: None).theta
     lazy = run_lazy_sparse(theta0, oracle, n, cfg, sample_rng=np.random.default_rng(5),
