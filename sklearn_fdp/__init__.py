@@ -8,6 +8,7 @@ from .linear import (
     DPSGDFClassifier,
     FeatureDPLogisticRegression,
 )
+from .neural import MLPFeatureDP
 from .preprocessing import PrivateMeanCenterer
 
 __version__ = "0.1.0"
@@ -19,6 +20,7 @@ __all__ = [
     "DPSGDFClassifier",
     "FeatureDPLogisticRegression",
     "FdpWarning",
+    "MLPFeatureDP",
     "PrivacyLeakWarning",
     "PrivateMeanCenterer",
     "__version__",

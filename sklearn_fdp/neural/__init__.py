@@ -1,0 +1,10 @@
+"""Neural-network estimators (PyTorch, optional extra ``sklearn-fdp[torch]``).
+
+Importing this package does not import torch; constructing an estimator
+does, and raises an :class:`ImportError` saying how to install it when torch
+is missing.
+"""
+
+from ._mlp import MLPFeatureDP
+
+__all__ = ["MLPFeatureDP"]
