@@ -1,6 +1,6 @@
 """sklearn_fdp: scikit-learn estimators trained with (feature) differential privacy."""
 
-from . import accounting, datasets, exceptions, features, preprocessing
+from . import accounting, audit, datasets, exceptions, features, preprocessing
 from .exceptions import BudgetExceededError, FdpWarning, PrivacyLeakWarning
 from .linear import (
     AdaMixClassifier,
@@ -25,6 +25,7 @@ __all__ = [
     "PrivateMeanCenterer",
     "__version__",
     "accounting",
+    "audit",
     "datasets",
     "exceptions",
     "features",

@@ -8,7 +8,16 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import accounting
 from ._random import spawn_generators
-from ._validation import DELTA_CONSTRAINT, Interval, StrOptions, _fit_context, check_delta_vs_n
+from ._validation import (
+    DELTA_CONSTRAINT,
+    Interval,
+    StrOptions,
+    _fit_context,
+    atomic_fit,
+    check_delta_vs_n,
+    check_row_norms_finite,
+    validate_numeric_data,
+)
 
 __all__ = ["PrivateMeanCenterer"]
 
@@ -152,6 +161,7 @@ class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit(self, X, y=None):
         """Release the private mean of the scaled rows of ``X``.
 
@@ -167,7 +177,8 @@ class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
         self : PrivateMeanCenterer
         """
         name = type(self).__name__
-        X = validate_data(self, X, dtype=[np.float64, np.float32], order="C")
+        X = validate_numeric_data(self, X, dtype=[np.float64, np.float32], order="C")
+        check_row_norms_finite(X, name)
         n_samples, n_features = X.shape
         check_delta_vs_n(self.delta, n_samples, name)
         # "none": rows the user bounded; clipping them (a no-op when the bound

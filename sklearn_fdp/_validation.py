@@ -4,12 +4,17 @@ Private scikit-learn helpers are imported here and only here, so that a
 change in scikit-learn breaks one file.
 """
 
+import functools
 import warnings
 from numbers import Real
+
+import numpy as np
+import scipy.sparse as sp
 
 from sklearn.base import _fit_context
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import validate_data
 
 from .accounting import NEIGHBORING_RELATIONS
 from .exceptions import PrivacyLeakWarning
@@ -21,7 +26,10 @@ __all__ = [
     "LinearClassifierMixin",
     "StrOptions",
     "_fit_context",
+    "atomic_fit",
     "check_delta_vs_n",
+    "check_row_norms_finite",
+    "validate_numeric_data",
 ]
 
 # An estimator's δ must be > 0: Gaussian noise gives no pure ε-DP (δ = 0 means ε = ∞).
@@ -39,4 +47,72 @@ def check_delta_vs_n(delta, n_samples, estimator_name, stacklevel=3):
             f"(e.g. {min(1e-5, 0.1 / n_samples):.1g}).",
             PrivacyLeakWarning,
             stacklevel=stacklevel,
+        )
+
+
+def atomic_fit(fit):
+    """Decorate ``fit`` so that a failing call leaves the estimator as it was.
+
+    Validation sets ``n_features_in_`` (and ``feature_names_in_``) before the
+    later checks run, and some fits store derived attributes before the
+    noisy run; if ``fit`` raises, every attribute is restored to its value
+    before the call (attributes are rebound by ``fit``, never mutated in
+    place, so a shallow snapshot suffices).
+    """
+
+    @functools.wraps(fit)
+    def wrapper(self, *args, **kwargs):
+        saved = dict(self.__dict__)
+        try:
+            return fit(self, *args, **kwargs)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+
+    return wrapper
+
+
+def validate_numeric_data(estimator, *args, **kwargs):
+    """``sklearn.utils.validation.validate_data`` with a clear message for text columns.
+
+    numpy's "could not convert string to float: 'x'" names neither the
+    estimator nor the fix (and echoes a data value); it is re-raised as a
+    ValueError that says what to do.
+    """
+    try:
+        return validate_data(estimator, *args, **kwargs)
+    except ValueError as exc:
+        if "could not convert" not in str(exc):
+            raise
+        raise ValueError(
+            f"{type(estimator).__name__} needs numeric input, but X has a column of "
+            "non-numeric values (strings or other objects). Encode categorical columns "
+            "first, e.g. with sklearn.preprocessing.OneHotEncoder in a ColumnTransformer."
+        ) from None
+
+
+def check_row_norms_finite(X, estimator_name):
+    """Raise when a row of ``X`` is so large that its squared L2 norm overflows.
+
+    Every private estimator computes row norms and products ``x · θ``; with
+    entries above ``sqrt(max_float / (n_features + 1))`` (about 1e153 in
+    float64 for a few features) these overflow to inf/NaN and the model
+    silently becomes NaN. Clipping would bound the privacy loss anyway, but
+    such data is almost surely unscaled, so it is rejected. The check
+    compares entries with a bound that depends only on the dtype and the
+    number of columns, and the message shows no data value.
+    """
+    data = X.data if sp.issparse(X) else X
+    if data.size == 0:
+        return
+    n_features = X.shape[1]
+    limit = float(np.sqrt(np.finfo(data.dtype).max / (n_features + 1)))
+    # max and -min: two reductions, no temporary copy of X (np.abs would make one).
+    if max(float(data.max()), -float(data.min())) > limit:
+        raise ValueError(
+            f"X of {estimator_name} has entries of magnitude above {limit:.3g}, where "
+            f"the squared L2 norm of a row overflows {data.dtype}. Scale the rows to a "
+            "data-independent bound first (e.g. sklearn.preprocessing.Normalizer, or "
+            "divide by a known bound); rows of norm <= 1 suit the default max_grad_norm."
         )

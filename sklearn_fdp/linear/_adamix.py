@@ -28,12 +28,21 @@ import numpy as np
 from scipy.special import expit, softmax
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from .. import accounting
 from .._engine import EngineConfig, LinearLoss, run_dp_sgd
 from .._random import spawn_generators
-from .._validation import DELTA_CONSTRAINT, Interval, StrOptions, _fit_context, check_delta_vs_n
+from .._validation import (
+    DELTA_CONSTRAINT,
+    Interval,
+    StrOptions,
+    _fit_context,
+    atomic_fit,
+    check_delta_vs_n,
+    check_row_norms_finite,
+    validate_numeric_data,
+)
 from ..exceptions import BudgetExceededError
 from ._base import BaseDPLinearClassifier
 
@@ -735,6 +744,7 @@ class AdaMixClassifier(BaseDPLinearClassifier):
     # -- fit -----------------------------------------------------------------
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit(self, X, y, public_mask=None):
         """Pretrain on the public records, then run noisy GD on all of them.
 
@@ -758,8 +768,9 @@ class AdaMixClassifier(BaseDPLinearClassifier):
         self : AdaMixClassifier
         """
         name = type(self).__name__
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], order="C",
-                             y_numeric=False)
+        X, y = validate_numeric_data(self, X, y, dtype=[np.float64, np.float32], order="C",
+                                     y_numeric=False)
+        check_row_norms_finite(X, name)
         X = np.asarray(X, dtype=np.float64)
         check_classification_targets(y)
         encoder = LabelEncoder().fit(y)

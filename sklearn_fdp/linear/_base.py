@@ -14,7 +14,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from .. import accounting
 from .._engine import LOSSES, LR_SCHEDULES, EngineConfig, LinearGradientOracle, LinearLoss
@@ -27,6 +27,8 @@ from .._validation import (
     LinearClassifierMixin,
     StrOptions,
     check_delta_vs_n,
+    check_row_norms_finite,
+    validate_numeric_data,
 )
 from ..exceptions import BudgetExceededError
 
@@ -168,7 +170,7 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimat
         return int(self.batch_size)
 
     def _validate_training_data(self, X, y):
-        X, y = validate_data(
+        X, y = validate_numeric_data(
             self,
             X,
             y,
@@ -177,6 +179,7 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimat
             order="C",
             y_numeric=False,
         )
+        check_row_norms_finite(X, type(self).__name__)
         check_classification_targets(y)
         encoder = LabelEncoder().fit(y)
         if len(encoder.classes_) < 2:

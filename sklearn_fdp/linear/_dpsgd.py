@@ -1,6 +1,6 @@
 """DPSGDClassifier: plain DP-SGD for linear classifiers."""
 
-from .._validation import _fit_context
+from .._validation import _fit_context, atomic_fit
 
 from ._base import BaseDPLinearClassifier
 
@@ -174,6 +174,7 @@ class DPSGDClassifier(BaseDPLinearClassifier):
         self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit(self, X, y):
         """Fit the model with DP-SGD.
 

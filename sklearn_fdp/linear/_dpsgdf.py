@@ -10,7 +10,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .. import accounting
 from .._engine import LinearGradientOracle
 from .._preprocessing import scale_rows
-from .._validation import Interval, StrOptions, _fit_context
+from .._validation import Interval, StrOptions, _fit_context, atomic_fit
 from ._base import BaseDPLinearClassifier
 
 VARIANTS = ("practical", "analysed")
@@ -560,6 +560,7 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
     # -- fit / predict -------------------------------------------------------
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit(self, X, y):
         """Fit DPSGD-F: scale rows, private mean, centre, DP-SGD, move the intercept.
 

@@ -1,0 +1,428 @@
+"""Hostile and broken inputs, for every private estimator.
+
+Each input either raises a clear error (the message names the problem and
+the fix) or has the documented behaviour tested here. Inputs are never
+mutated, and a failing ``fit`` leaves a fitted estimator exactly as it was.
+
+Documented behaviours (see docs/threat_model.md, "Inputs"):
+
+* NaN / inf in X or y, text columns, empty arrays, one class: ValueError.
+* Entries so large that a row's squared L2 norm overflows (|x| ~ 1e153 in
+  float64): ValueError asking to scale the rows.
+* float16 input is upcast to float64; non-contiguous and read-only arrays
+  fit exactly like a C-contiguous writable copy.
+* Sparse CSR input (DPSGDClassifier, FeatureDPLogisticRegression): explicit
+  zeros behave like absent entries; the other estimators reject sparse input.
+* δ >= 1/n: PrivacyLeakWarning (the fit goes on).
+"""
+
+import copy
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+
+from sklearn_fdp import (
+    AdaMixClassifier,
+    DPSGDClassifier,
+    DPSGDFClassifier,
+    FeatureDPLogisticRegression,
+    PrivateMeanCenterer,
+)
+from sklearn_fdp.exceptions import BudgetExceededError, PrivacyLeakWarning
+
+N, D = 120, 4
+
+# Large budgets and few steps keep every fit fast; δ well below 1/N.
+ESTIMATORS = {
+    "DPSGDClassifier": DPSGDClassifier(epsilon=20.0, delta=1e-6, epochs=2, accountant="rdp",
+                                       random_state=0),
+    "FeatureDPLogisticRegression": FeatureDPLogisticRegression(
+        private_features=[0], epsilon=20.0, delta=1e-6, epochs=2, accountant="rdp",
+        random_state=0),
+    "DPSGDFClassifier": DPSGDFClassifier(epsilon=20.0, epsilon_mean=1.0, delta=1e-6, epochs=2,
+                                         accountant="rdp", random_state=0),
+    "AdaMixClassifier": AdaMixClassifier(epsilon=20.0, delta=1e-6, noise_multiplier=2.0,
+                                         projection=False, adaptive_clipping=False,
+                                         random_state=0),
+    "PrivateMeanCenterer": PrivateMeanCenterer(epsilon=5.0, delta=1e-6, random_state=0),
+}
+NAMES = list(ESTIMATORS)
+CLASSIFIERS = [n for n in NAMES if n != "PrivateMeanCenterer"]
+SPARSE_OK = ["DPSGDClassifier", "FeatureDPLogisticRegression"]
+
+
+def make(name, **params):
+    return clone(ESTIMATORS[name]).set_params(**params)
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(N, D))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = (X[:, 0] + 0.3 * rng.normal(size=N) > 0).astype(int)
+    return X, y
+
+
+def _fitted_state(est):
+    return {k: copy.deepcopy(v) for k, v in vars(est).items()}
+
+
+def _assert_same_state(before, after):
+    assert before.keys() == after.keys(), (
+        f"attributes changed: added {sorted(after.keys() - before.keys())}, "
+        f"removed {sorted(before.keys() - after.keys())}")
+    for key, value in before.items():
+        other = after[key]
+        if isinstance(value, np.ndarray):
+            assert isinstance(other, np.ndarray) and value.dtype == other.dtype, key
+            np.testing.assert_array_equal(value, other, err_msg=key)
+        elif hasattr(value, "__dict__") or isinstance(value, (list, tuple, dict)):
+            assert repr(value) == repr(other), key
+        else:
+            assert value == other or (value != value and other != other), key
+
+
+def _copy(a):
+    return a.copy() if hasattr(a, "copy") else copy.deepcopy(a)
+
+
+def _assert_unchanged(a, b):
+    if sp.issparse(a):
+        assert a.nnz == b.nnz
+        np.testing.assert_array_equal(a.data, b.data)
+        np.testing.assert_array_equal(a.indices, b.indices)
+        np.testing.assert_array_equal(a.indptr, b.indptr)
+    elif isinstance(a, (pd.DataFrame, pd.Series)):
+        assert a.equals(b)
+    elif np.asarray(a).dtype.kind in "biuf":
+        assert np.asarray(a).dtype == np.asarray(b).dtype
+        np.testing.assert_array_equal(a, b)
+    else:
+        assert [repr(v) for v in np.ravel(a)] == [repr(v) for v in np.ravel(b)]
+
+
+def fit(est, X, y=None, **kwargs):
+    """Fit, checking that neither X nor y is mutated (even when fit raises)."""
+    X0, y0 = _copy(X), _copy(y)
+    try:
+        if isinstance(est, PrivateMeanCenterer):
+            return est.fit(X)
+        return est.fit(X, y, **kwargs)
+    finally:
+        _assert_unchanged(X, X0)
+        if y is not None:
+            _assert_unchanged(y, y0)
+
+
+def _result(est):
+    return est.mean_ if isinstance(est, PrivateMeanCenterer) else est.coef_
+
+
+# -- broken values ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("value, match", [(np.nan, "Input X contains NaN"),
+                                          (np.inf, "Input X contains infinity")])
+def test_non_finite_X(data, name, value, match):
+    X, y = data
+    X = X.copy()
+    X[3, 1] = value
+    with pytest.raises(ValueError, match=match):
+        fit(make(name), X, y)
+
+
+@pytest.mark.parametrize("name", CLASSIFIERS)
+def test_nan_in_y(data, name):
+    X, y = data
+    y = y.astype(float)
+    y[5] = np.nan
+    with pytest.raises(ValueError, match="Input y contains NaN"):
+        fit(make(name), X, y)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_text_column(data, name):
+    X, y = data
+    df = pd.DataFrame(X, columns=list("abcd"))
+    df["colour"] = np.where(y == 1, "red", "blue")
+    with pytest.raises(ValueError, match="needs numeric input.*OneHotEncoder"):
+        fit(make(name), df, y)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_numeric_object_columns_are_converted(data, name):
+    X, y = data
+    est = fit(make(name), X.astype(object), y)
+    np.testing.assert_array_equal(_result(est), _result(fit(make(name), X, y)))
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("shape, match", [((0, D), "0 sample"), ((N, 0), "0 feature")])
+def test_empty(data, name, shape, match):
+    X = np.zeros(shape)
+    y = data[1][: shape[0]]
+    with pytest.raises(ValueError, match=match):
+        fit(make(name), X, y)
+
+
+@pytest.mark.parametrize("name", CLASSIFIERS)
+def test_one_row_and_one_class(data, name):
+    X, y = data
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        fit(make(name), X[:1], y[:1])
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        fit(make(name), X, np.ones_like(y))
+
+
+def test_one_row_mean_centerer(data):
+    # Documented: n = 1 is a valid (if useless) input: the mean of one row is
+    # released with noise calibrated to n = 1.
+    X, _ = data
+    est = fit(make("PrivateMeanCenterer"), X[:1])
+    assert np.all(np.isfinite(est.mean_)) and est.noise_std_ == est.noise_multiplier_
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_extreme_magnitudes_rejected(data, name):
+    X, y = data
+    with pytest.raises(ValueError, match="squared L2 norm of a row overflows.*Scale the rows"):
+        fit(make(name), X * 1e300, y)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_large_but_safe_magnitudes_stay_finite(data, name):
+    X, y = data
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no overflow anywhere
+        est = fit(make(name), X * 1e100, y)
+    assert np.all(np.isfinite(_result(est)))
+
+
+# -- dtypes and memory layouts -----------------------------------------------
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_float16_upcast(data, name):
+    X, y = data
+    X16 = X.astype(np.float16)
+    est = fit(make(name), X16, y)
+    ref = fit(make(name), X16.astype(np.float64), y)
+    assert _result(est).dtype == np.float64
+    np.testing.assert_array_equal(_result(est), _result(ref))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_non_contiguous_and_read_only(data, name):
+    X, y = data
+    wide = np.repeat(X, 2, axis=1)[:, ::2]  # strided view, same values
+    assert not wide.flags.c_contiguous
+    fortran = np.asfortranarray(X)
+    read_only = X.copy()
+    read_only.setflags(write=False)
+    y_ro = y.copy()
+    y_ro.setflags(write=False)
+    ref = _result(fit(make(name), X.copy(), y.copy()))
+    for X_in, y_in in [(wide, y), (fortran, y), (read_only, y_ro)]:
+        est = fit(make(name), X_in, y_in)
+        np.testing.assert_array_equal(_result(est), ref)
+    if name in CLASSIFIERS:
+        est.predict(read_only)
+        est.predict(wide)
+    else:
+        est.transform(read_only)
+
+
+@pytest.mark.parametrize("name", SPARSE_OK)
+def test_sparse_explicit_zeros(data, name):
+    X, y = data
+    X = np.where(np.abs(X) < 0.4, 0.0, X)
+    clean = sp.csr_matrix(X)
+    # Same matrix with explicit zeros stored, in unsorted column order.
+    explicit = sp.csr_matrix((X.ravel(), np.tile(np.arange(D), N),
+                              np.arange(0, N * D + 1, D)), shape=X.shape)
+    assert explicit.nnz == N * D > clean.nnz
+    ref = fit(make(name), clean, y)
+    est = fit(make(name), explicit, y)
+    np.testing.assert_allclose(est.coef_, ref.coef_, rtol=1e-12, atol=1e-14)
+    np.testing.assert_array_equal(est.predict(explicit), ref.predict(clean))
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n not in SPARSE_OK])
+def test_sparse_rejected_where_dense_needed(data, name):
+    X, y = data
+    with pytest.raises(TypeError, match="dense data is required"):
+        fit(make(name), sp.csr_matrix(X), y)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_mismatched_n_features_at_predict(data, name):
+    X, y = data
+    est = fit(make(name), X, y)
+    method = est.transform if name == "PrivateMeanCenterer" else est.predict
+    with pytest.raises(ValueError, match=f"X has {D - 1} features, but {name} is expecting {D}"):
+        method(X[:, 1:])
+
+
+# -- privacy parameters -----------------------------------------------------
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("param, value", [
+    ("epsilon", 0.0), ("epsilon", -1.0), ("epsilon", np.nan), ("epsilon", np.inf),
+    ("epsilon", "1"), ("delta", 0.0), ("delta", 1.0), ("delta", -1e-5), ("delta", np.nan),
+])
+def test_invalid_budget(data, name, param, value):
+    X, y = data
+    with pytest.raises(ValueError, match=f"'{param}' parameter of {name} must be"):
+        fit(make(name, **{param: value}), X, y)
+
+
+@pytest.mark.parametrize("name", CLASSIFIERS)
+@pytest.mark.parametrize("param, value", [("max_grad_norm", 0.0), ("max_grad_norm", -1.0),
+                                          ("noise_multiplier", -1.0),
+                                          ("noise_multiplier", 0.0)])
+def test_invalid_noise_parameters(data, name, param, value):
+    X, y = data
+    with pytest.raises(ValueError, match=f"'{param}' parameter of {name} must be"):
+        fit(make(name, **{param: value}), X, y)
+
+
+@pytest.mark.parametrize("name", ["DPSGDClassifier", "FeatureDPLogisticRegression",
+                                  "DPSGDFClassifier"])
+def test_conflicting_privacy_parameters(data, name):
+    X, y = data
+    with pytest.raises(ValueError, match="give `epsilon`.*or.*`noise_multiplier`"):
+        fit(make(name, epsilon=None, noise_multiplier=None), X, y)
+    extra = {"epsilon_mean": 0.1} if name == "DPSGDFClassifier" else {}
+    with pytest.raises(BudgetExceededError, match="Raise noise_multiplier"):
+        fit(make(name, epsilon=0.5, noise_multiplier=0.5, **extra), X, y)
+    with pytest.raises(ValueError, match="accountant='pld'"):
+        fit(make(name, neighboring="replace", accountant="rdp"), X, y)
+    with pytest.raises(ValueError, match="batch_size <= n_samples"):
+        fit(make(name, batch_size=N + 1), X, y)
+
+
+def test_conflicting_dpsgdf_budget_split(data):
+    X, y = data
+    with pytest.raises(ValueError, match="`epsilon_mean` of DPSGDFClassifier is 2.0 but the "
+                                         "total `epsilon` is 1.0"):
+        fit(make("DPSGDFClassifier", epsilon=1.0, epsilon_mean=2.0), X, y)
+
+
+def test_conflicting_adamix_budget(data):
+    X, y = data
+    with pytest.raises(BudgetExceededError, match="Use noise_multiplier >="):
+        fit(make("AdaMixClassifier", epsilon=0.1, noise_multiplier=1.0), X, y)
+    with pytest.raises(ValueError, match="marks all 120 records public"):
+        fit(make("AdaMixClassifier"), X, y, public_mask=np.ones(N, dtype=bool))
+    with pytest.raises(ValueError, match="needs l2_regularization > 0"):
+        fit(make("AdaMixClassifier", variant="theory", l2_regularization=0.0), X, y)
+
+
+def test_conflicting_fdp_pretraining(data):
+    X, y = data
+    with pytest.raises(ValueError, match="public_epochs=2.0 .* needs label_public=True"):
+        fit(make("FeatureDPLogisticRegression", public_epochs=2.0, label_public=False), X, y)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_delta_above_one_over_n_warns(data, name):
+    X, y = data
+    with pytest.warns(PrivacyLeakWarning, match=r"delta=0.01 of .* is >= 1/n_samples"):
+        fit(make(name, delta=0.01), X, y)
+
+
+# -- feature specs (FeatureDPLogisticRegression) ---------------------------------
+
+
+def _frame(data):
+    X, y = data
+    return pd.DataFrame(X, columns=["age", "hours", "sex", "race"]), pd.Series(y, name="income")
+
+
+@pytest.mark.parametrize("param", ["public_features", "private_features"])
+def test_feature_spec_naming_the_label(data, param):
+    X, y = _frame(data)
+    spec = {"public_features": ["age", "income"], "private_features": ["sex", "income"]}
+    est = make("FeatureDPLogisticRegression").set_params(private_features=None)
+    est.set_params(**{param: spec[param]})
+    with pytest.raises(ValueError, match=f"`{param}` of FeatureDPLogisticRegression names "
+                                         "'income', which is the label.*label_public"):
+        fit(est, X, y)
+
+
+def test_public_column_named_like_the_private_label_warns(data):
+    X, y = _frame(data)
+    X["income"] = y.to_numpy() * 0.1
+    est = make("FeatureDPLogisticRegression", private_features=None,
+               public_features=["age", "income"], label_public=False)
+    with pytest.warns(PrivacyLeakWarning, match="label would leak"):
+        fit(est, X, y)
+
+
+@pytest.mark.parametrize("spec, match", [
+    (dict(public_features=[0], private_features=[1]), "exactly one of"),
+    (dict(private_features=None), "exactly one of"),
+    (dict(private_features=[7]), "out of range"),
+    (dict(private_features=["sex"]), "no feature names"),
+    (dict(private_features=[], label_public=True), "nothing is protected"),
+])
+def test_bad_feature_specs(data, spec, match):
+    X, y = data
+    with pytest.raises(ValueError, match=match):
+        fit(make("FeatureDPLogisticRegression", **spec), X, y)
+
+
+# -- a failing fit changes nothing ---------------------------------------------------
+
+
+def _failing_inputs(name, X, y):
+    """(description, X, y, params) that make fit raise after a good fit."""
+    X_nan = X.copy()
+    X_nan[0, 0] = np.nan
+    cases = [
+        ("nan", X_nan, y, {}),
+        ("fewer features, one class", X_nan[:, :3], np.zeros(N, dtype=int), {}),
+        ("huge", X * 1e300, y, {}),
+        ("text", pd.DataFrame({"a": ["x"] * N}), y, {}),
+        ("bad delta", X, y, {"delta": 2.0}),
+    ]
+    if name in CLASSIFIERS:
+        cases.append(("one class", X[:, :2], np.ones(N, dtype=int), {}))
+    if name in ["DPSGDClassifier", "FeatureDPLogisticRegression", "DPSGDFClassifier"]:
+        cases.append(("budget", X[:, :2], y, {"epsilon": 0.5, "noise_multiplier": 0.5,
+                                              "epsilon_mean": 0.1}
+                      if name == "DPSGDFClassifier"
+                      else {"epsilon": 0.5, "noise_multiplier": 0.5}))
+        cases.append(("batch", X[:, :2], y, {"batch_size": N + 5}))
+    if name == "FeatureDPLogisticRegression":
+        cases.append(("spec", X[:, :2], y, {"private_features": [5]}))
+    if name == "AdaMixClassifier":
+        cases.append(("budget", X[:, :2], y, {"epsilon": 0.01}))
+    return cases
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_failing_fit_leaves_fitted_estimator_unchanged(data, name):
+    X, y = data
+    df = pd.DataFrame(X, columns=["age", "hours", "sex", "race"])
+    est = fit(make(name), df, y)  # with feature names, so their loss would show
+    state = _fitted_state(est)
+    params = est.get_params()
+    for what, X_bad, y_bad, bad_params in _failing_inputs(name, X, y):
+        est.set_params(**bad_params)
+        with pytest.raises((ValueError, TypeError)):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fit(est, X_bad, y_bad)
+        est.set_params(**params)
+        _assert_same_state(state, _fitted_state(est))
+    # and it still predicts as before
+    out = est.transform(df) if name == "PrivateMeanCenterer" else est.predict(df)
+    assert len(out) == N
