@@ -1,6 +1,7 @@
 """sklearn_fdp: scikit-learn estimators trained with (feature) differential privacy."""
 
-from . import accounting, audit, datasets, exceptions, features, preprocessing
+from . import accounting, audit, datasets, exceptions, features, model_selection, preprocessing
+from ._report import PrivacyReport, privacy_report
 from .exceptions import BudgetExceededError, FdpWarning, PrivacyLeakWarning
 from .linear import (
     AdaMixClassifier,
@@ -22,6 +23,7 @@ __all__ = [
     "FdpWarning",
     "MLPFeatureDP",
     "PrivacyLeakWarning",
+    "PrivacyReport",
     "PrivateMeanCenterer",
     "__version__",
     "accounting",
@@ -29,5 +31,7 @@ __all__ = [
     "datasets",
     "exceptions",
     "features",
+    "model_selection",
     "preprocessing",
+    "privacy_report",
 ]

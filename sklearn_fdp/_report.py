@@ -1,0 +1,365 @@
+"""privacy_report: what a fitted estimator or Pipeline spent, composed in one accountant."""
+
+import math
+
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.validation import check_is_fitted
+
+from . import accounting
+
+__all__ = ["PrivacyReport", "privacy_report"]
+
+# Protected units, from the widest to the narrowest.
+_UNIT_ORDER = {"record": 0, "private records": 1, "features+label": 2, "features": 3,
+               "label": 3, "none": 4}
+
+
+def _is_fitted(est):
+    try:
+        check_is_fitted(est)
+    except (NotFittedError, TypeError):
+        return False
+    return True
+
+
+def _feature_names(est, idx):
+    names = getattr(est, "feature_names_in_", None)
+    if names is None:
+        return [f"x{int(i)}" for i in idx]
+    return [str(names[int(i)]) for i in idx]
+
+
+def protected_unit(est):
+    """``(code, description)`` of what a fitted private estimator protects.
+
+    ``code`` is one of ``"record"``, ``"private records"``, ``"features+label"``,
+    ``"features"`` or ``"label"``.
+    """
+    inner = getattr(est, "best_estimator_", None)
+    if inner is not None and hasattr(est, "trial_dp_event_"):  # PrivateRandomizedSearchCV
+        inner = _final_step(inner)
+        return protected_unit(inner)
+    if hasattr(est, "n_public_") and hasattr(est, "n_private_"):  # AdaMix
+        return ("private records",
+                f"private records only (features and label of each of the "
+                f"{est.n_private_} private rows); the {est.n_public_} public rows are "
+                "not protected")
+    if hasattr(est, "label_public_") and hasattr(est, "private_features_"):
+        private = _feature_names(est, est.private_features_)
+        shown = ", ".join(private[:8]) + (", ..." if len(private) > 8 else "")
+        if est.label_public_:
+            if not private:
+                return ("none", "nothing (every feature and the label declared public)")
+            return ("features", f"protected features [{shown}] (label public)")
+        if not private:
+            return ("label", "the label only (label DP; every feature public)")
+        return ("features+label", f"protected features [{shown}] and the label")
+    return ("record", "whole record (all features and the label)")
+
+
+def _protected_set(est):
+    """Protected attributes of a fitted private step: None for all of the record."""
+    inner = getattr(est, "best_estimator_", None)
+    if inner is not None and hasattr(est, "trial_dp_event_"):
+        return _protected_set(_final_step(inner))
+    if hasattr(est, "label_public_") and hasattr(est, "private_features_"):
+        attrs = set(_feature_names(est, est.private_features_))
+        if not est.label_public_:
+            attrs.add("<label>")
+        return attrs
+    return None
+
+
+def _common_protected(estimators):
+    """Intersection of the protected sets (None: whole records for every step)."""
+    common = None
+    for est in estimators:
+        attrs = _protected_set(est)
+        if attrs is not None:
+            common = attrs if common is None else common & attrs
+    return common
+
+
+def _final_step(est):
+    steps = getattr(est, "steps", None)
+    if steps:
+        return _final_step(steps[-1][1])
+    return est
+
+
+def _learns_from_data(est):
+    """Whether a fitted non-private step computed something from its training data."""
+    tags = est.__sklearn_tags__()
+    if not tags.requires_fit:
+        return False
+    name = type(est).__name__
+    if name in ("OneHotEncoder", "OrdinalEncoder"):
+        # Fixed category lists (as in make_adult_preprocessor) learn nothing.
+        return (est.categories == "auto" or getattr(est, "min_frequency", None) is not None
+                or getattr(est, "max_categories", None) is not None)
+    if name == "FunctionTransformer":
+        return False
+    return True
+
+
+def _is_search(est):
+    from sklearn.model_selection._search import BaseSearchCV
+
+    return isinstance(est, BaseSearchCV)
+
+
+def _walk(est, name, out):
+    """Append ``(name, estimator, kind)`` for every step; kind in
+    {"private", "nonprivate", "free", "search"}."""
+    if est is None or isinstance(est, str):  # "passthrough" / "drop"
+        return
+    if hasattr(est, "dp_event_"):
+        out.append((name, est, "private"))
+        return
+    if _is_search(est):
+        out.append((name, est, "search"))
+        if hasattr(est, "best_estimator_"):
+            _walk(est.best_estimator_, f"{name or type(est).__name__}.best_estimator_", out)
+        return
+    if hasattr(est, "steps"):  # Pipeline
+        for sub_name, sub in est.steps:
+            _walk(sub, f"{name}__{sub_name}" if name else sub_name, out)
+        return
+    if hasattr(est, "transformers_"):  # fitted ColumnTransformer
+        for sub_name, sub, _cols in est.transformers_:
+            if sub_name == "remainder" and isinstance(sub, str):
+                continue
+            _walk(sub, f"{name}__{sub_name}" if name else sub_name, out)
+        return
+    if hasattr(est, "transformer_list"):  # FeatureUnion
+        for sub_name, sub in est.transformer_list:
+            _walk(sub, f"{name}__{sub_name}" if name else sub_name, out)
+        return
+    if not isinstance(est, BaseEstimator) or not _is_fitted(est):
+        return
+    out.append((name, est, "nonprivate" if _learns_from_data(est) else "free"))
+
+
+def _relation(est):
+    return getattr(est, "neighboring_", None) or getattr(est, "neighboring", "add_remove")
+
+
+def _safe_epsilon(event, delta, accountant, neighboring):
+    try:
+        return accounting.epsilon_of_event(event, delta, accountant=accountant,
+                                           neighboring=neighboring)
+    except Exception:  # noqa: BLE001 - e.g. PLD cannot account RepeatAndSelect
+        return None
+
+
+class PrivacyReport:
+    """What a fitted estimator or Pipeline spent; returned by :func:`privacy_report`.
+
+    ``str(report)`` is a readable table; :meth:`to_dict` the same content as
+    plain Python values. Attributes mirror the dict keys: ``delta``,
+    ``epsilon_rdp``, ``epsilon_pld`` (``inf`` when a step is not private),
+    ``private_steps_epsilon_rdp`` / ``_pld`` (the private steps alone),
+    ``neighboring``, ``protected_unit``,
+    ``steps`` (list of dicts) and ``warnings`` (list of str).
+
+    Parameters
+    ----------
+    delta : float
+        δ of the totals.
+    epsilon_rdp : float or None
+        Total ε by the RDP accountant (``inf`` if a step is not private).
+    epsilon_pld : float or None
+        Total ε by the PLD accountant (None where PLD does not apply).
+    neighboring : str or None
+        Neighbouring relation of the totals.
+    protected_unit : str
+        Narrowest unit protected by every private step.
+    steps : list of dict
+        One dict per step (name, estimator, kind, and ε for private steps).
+    warnings : list of str
+        Lines about non-private steps and other caveats.
+    private_steps_epsilon : tuple of (float or None, float or None), default=(None, None)
+        RDP and PLD ε of the private steps alone.
+    """
+
+    def __init__(self, *, delta, epsilon_rdp, epsilon_pld, neighboring, protected_unit,
+                 steps, warnings, private_steps_epsilon=(None, None)):
+        self.private_steps_epsilon_rdp, self.private_steps_epsilon_pld = private_steps_epsilon
+        self.delta = delta
+        self.epsilon_rdp = epsilon_rdp
+        self.epsilon_pld = epsilon_pld
+        self.neighboring = neighboring
+        self.protected_unit = protected_unit
+        self.steps = steps
+        self.warnings = warnings
+
+    @property
+    def is_private(self):
+        """True when the total ε is finite and no step learnt from the data non-privately."""
+        eps = self.epsilon_rdp
+        return (eps is not None and math.isfinite(eps)
+                and not any(s["kind"] in ("nonprivate", "search") for s in self.steps))
+
+    def to_dict(self):
+        """The report as a dict of plain Python values (JSON-serialisable)."""
+        return {
+            "delta": self.delta,
+            "epsilon_rdp": self.epsilon_rdp,
+            "epsilon_pld": self.epsilon_pld,
+            "private_steps_epsilon_rdp": self.private_steps_epsilon_rdp,
+            "private_steps_epsilon_pld": self.private_steps_epsilon_pld,
+            "neighboring": self.neighboring,
+            "protected_unit": self.protected_unit,
+            "is_private": self.is_private,
+            "steps": [dict(s) for s in self.steps],
+            "warnings": list(self.warnings),
+        }
+
+    def __str__(self):
+        def fmt(eps):
+            return "n/a" if eps is None else ("inf" if math.isinf(eps) else f"{eps:.4g}")
+
+        lines = [f"Privacy report (delta = {self.delta:g}, neighbouring = {self.neighboring})"]
+        lines.append(f"  total epsilon: RDP {fmt(self.epsilon_rdp)}, PLD {fmt(self.epsilon_pld)}")
+        if not self.is_private and self.private_steps_epsilon_rdp is not None and (
+                self.private_steps_epsilon_rdp != self.epsilon_rdp):
+            lines.append("  (private steps alone: RDP "
+                         f"{fmt(self.private_steps_epsilon_rdp)}, PLD "
+                         f"{fmt(self.private_steps_epsilon_pld)}; not a guarantee for "
+                         "the whole, see the warnings)")
+        lines.append(f"  protected unit of the total: {self.protected_unit}")
+        lines.append("  steps:")
+        for s in self.steps:
+            if s["kind"] == "private":
+                lines.append(
+                    f"    {s['name']} ({s['estimator']}): epsilon {fmt(s['epsilon'])} at "
+                    f"delta {s['delta']:g} (own); RDP {fmt(s['epsilon_rdp'])} at report "
+                    f"delta; protects {s['protected_unit']}")
+            elif s["kind"] == "free":
+                lines.append(f"    {s['name']} ({s['estimator']}): data-independent, free")
+            else:
+                lines.append(f"    {s['name']} ({s['estimator']}): NOT PRIVATE")
+        for w in self.warnings:
+            lines.append(f"  WARNING: {w}")
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return (f"PrivacyReport(epsilon_rdp={self.epsilon_rdp!r}, "
+                f"epsilon_pld={self.epsilon_pld!r}, delta={self.delta!r})")
+
+
+def privacy_report(estimator, delta=None, *, pld=True):
+    """Compose the privacy spent by every fitted private step of an estimator.
+
+    Walks a fitted estimator, :class:`~sklearn.pipeline.Pipeline` (nested
+    Pipelines, :class:`~sklearn.compose.ColumnTransformer` and
+    :class:`~sklearn.pipeline.FeatureUnion` included), collects the
+    ``dp_event_`` of every fitted private step and accounts their
+    composition in one accountant (RDP, and PLD where it applies): the total
+    is the tight ε of running all of them on the same data, not a sum of
+    per-step ε. Fitted non-private steps that learnt from the data (e.g.
+    :class:`~sklearn.preprocessing.StandardScaler`) are listed with a
+    warning: the pipeline is then not differentially private, whatever ε
+    its private steps report.
+
+    Parameters
+    ----------
+    estimator : fitted estimator, Pipeline or search
+        What to report on.
+    delta : float or None, default=None
+        δ at which the total ε is computed. None: the largest ``delta_`` of
+        the private steps. The total is accounted afresh from the events at
+        this δ; the steps' own δ are not added up.
+    pld : bool, default=True
+        Also compute the total with the PLD accountant (tighter, slower;
+        ``None`` when an event is outside PLD, e.g. a private search's
+        ``RepeatAndSelectDpEvent``).
+
+    Returns
+    -------
+    report : PrivacyReport
+        ``str(report)`` for text, ``report.to_dict()`` for a dict.
+
+    Notes
+    -----
+    The total guarantee holds for datasets that differ in the narrowest unit
+    protected by every private step (e.g. a record-level step composed with a
+    feature-level step gives a feature-level total). Steps with different
+    neighbouring relations are not composed (totals are None, with a
+    warning). An sklearn ``GridSearchCV`` / ``RandomizedSearchCV`` selected its
+    candidate by scores computed on the data without noise: it is reported
+    as a non-private step and the total is ``inf``.
+    """
+    items = []
+    _walk(estimator, "", items)
+    if not items:
+        raise ValueError(
+            f"privacy_report found no fitted step in {type(estimator).__name__}; "
+            "fit it first.")
+    private = [(n, e) for n, e, k in items if k == "private"]
+    if delta is None:
+        delta = max((float(e.delta_) for _, e in private), default=1e-5)
+    accounting._check_delta(delta)
+
+    relations = {_relation(e) for _, e in private}
+    warnings_ = []
+    neighboring = relations.pop() if len(relations) == 1 else (
+        "add_remove" if not relations else None)
+    if neighboring is None:
+        warnings_.append("private steps use different neighbouring relations; their "
+                         "events are not composed (totals n/a)")
+    steps = []
+    units = []
+    for name, est, kind in items:
+        label = name or type(est).__name__
+        row = {"name": label, "estimator": type(est).__name__, "kind": kind}
+        if kind == "private":
+            code, unit = protected_unit(est)
+            units.append((code, unit))
+            rel = _relation(est)
+            row.update(
+                epsilon=float(est.epsilon_), delta=float(est.delta_),
+                epsilon_rdp=_safe_epsilon(est.dp_event_, delta, "rdp", rel),
+                neighboring=rel, protected_unit=unit, unit=code,
+                dp_event=repr(est.dp_event_))
+        elif kind == "nonprivate":
+            warnings_.append(
+                f"step {label!r} ({type(est).__name__}) learnt from the training data "
+                "without differential privacy: the fitted pipeline is NOT private")
+        elif kind == "search":
+            warnings_.append(
+                f"step {label!r} ({type(est).__name__}) chose its candidate by scores "
+                "computed on the data without noise: model selection is NOT private, and "
+                "its cross-validation fits spent budget that no dp_event_ records (use "
+                "sklearn_fdp.model_selection.PrivateRandomizedSearchCV)")
+        steps.append(row)
+
+    eps_rdp = eps_pld = None
+    if private and neighboring is not None:
+        event = accounting.compose_events(*(e.dp_event_ for _, e in private))
+        eps_rdp = _safe_epsilon(event, delta, "rdp", neighboring)
+        if pld:
+            eps_pld = _safe_epsilon(event, delta, "pld", neighboring)
+    elif not private:
+        eps_rdp = eps_pld = math.inf
+        warnings_.append("no private step: nothing here is differentially private")
+    private_only = (eps_rdp, eps_pld)
+    if any(k in ("nonprivate", "search") for _, _, k in items):
+        eps_rdp = math.inf if eps_rdp is not None else None
+        eps_pld = math.inf if eps_pld is not None else None
+    unit = (max(units, key=lambda u: _UNIT_ORDER[u[0]])[1] if units else "none")
+    if len({c for c, _ in units}) > 1:
+        unit += " (the narrowest unit protected by every private step)"
+    common = _common_protected([e for _, e in private])
+    if private and common is not None and not common:
+        warnings_.append(
+            "no attribute is protected by every private step (e.g. one step protects "
+            "only the label and another only some features): the composition protects "
+            "nothing, the totals are inf")
+        unit = "nothing common to all steps"
+        eps_rdp = math.inf if eps_rdp is not None else None
+        eps_pld = math.inf if eps_pld is not None else None
+    return PrivacyReport(delta=float(delta), epsilon_rdp=eps_rdp, epsilon_pld=eps_pld,
+                         neighboring=neighboring, protected_unit=unit, steps=steps,
+                         warnings=warnings_, private_steps_epsilon=private_only)

@@ -1,0 +1,560 @@
+"""PrivateRandomizedSearchCV: hyper-parameter search with Rényi DP (Papernot & Steinke 2022)."""
+
+import math
+import warnings
+from types import SimpleNamespace
+from numbers import Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
+from sklearn.utils import check_random_state
+from sklearn.utils._indexing import _safe_indexing
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import _num_samples, check_consistent_length, check_is_fitted
+
+from . import accounting
+from ._report import _walk, protected_unit
+from ._validation import Interval, StrOptions, _fit_context
+from .exceptions import PrivacyLeakWarning
+
+__all__ = ["PrivateRandomizedSearchCV"]
+
+
+def _final(est):
+    steps = getattr(est, "steps", None)
+    return _final(steps[-1][1]) if steps else est
+
+
+def _final_prefix(est):
+    """``set_params`` prefix of the final step of a (nested) Pipeline."""
+    prefix = ""
+    while getattr(est, "steps", None):
+        name, est = est.steps[-1]
+        prefix += name + "__"
+    return prefix
+
+
+def _best_has(attr):
+    def check(self):
+        return hasattr(self.best_estimator_ if hasattr(self, "best_estimator_")
+                       else self.estimator, attr)
+    return check
+
+
+class PrivateRandomizedSearchCV(MetaEstimatorMixin, BaseEstimator):
+    """Differentially private random hyper-parameter search (Papernot & Steinke 2022).
+
+    Draws a random number of trials ``K`` (truncated negative binomial or
+    Poisson, mean ``n_iter``) from a public random stream; each trial samples
+    a configuration from ``param_distributions``, fits a private copy of
+    ``estimator`` on a training split and scores it on a validation split
+    with a *noisy* accuracy; only the trial with the best noisy score is
+    released. The whole search is ``epsilon_``-DP at ``delta_`` for the
+    estimator's protected unit, accounted by dp-accounting's RDP accountant
+    for ``RepeatAndSelectDpEvent``.
+
+    Parameters
+    ----------
+    estimator : estimator
+        A private classifier (or a Pipeline ending in one, whose other steps
+        learn nothing from the data). Each trial fits a clone.
+    param_distributions : dict or list of dict
+        Parameter name -> list (sampled uniformly, with replacement) or
+        distribution with ``rvs`` (e.g. ``scipy.stats.loguniform``). Only
+        parameters that leave a trial's DpEvent unchanged may vary
+        (learning rate, clip norm, momentum, regularisation, schedule,
+        averaging...); ``epsilon``, ``delta``, ``noise_multiplier``,
+        ``batch_size``, ``epochs``, ``accountant`` and ``neighboring`` may not
+        (``fit`` raises otherwise).
+    epsilon : float or None, default=None
+        Total budget of the search, in (0, inf). The per-trial noise
+        multiplier is calibrated so that the search spends at most this
+        (linear private classifiers of ``sklearn_fdp.linear``; their
+        ``epsilon`` is then ignored). None: each trial uses the estimator's
+        own budget, and ``epsilon_`` reports what the search spent.
+    delta : float or None, default=None
+        δ of the search's guarantee, in (0, 1). None: the estimator's
+        ``delta``.
+    n_iter : float, default=10
+        Mean number of trials, >= 1.
+    trials_distribution : {"truncated_negative_binomial", "poisson"}, \
+default="truncated_negative_binomial"
+        Law of ``K``. Truncated negative binomial with shape η = ``shape``
+        and stopping probability γ set so that its mean is ``n_iter``
+        (η = 1: geometric, η = 0: logarithmic); ``P(K = k) ∝ C(k+η-1, k)
+        (1-γ)^k`` for k >= 1. ``"poisson"``: ``K ~ Poisson(n_iter)``; a draw
+        of 0 raises (probability ``exp(-n_iter)``).
+    shape : float, default=1.0
+        η of the truncated negative binomial, >= 0 (ignored for Poisson).
+        Smaller η costs less privacy for the same mean but has a heavier
+        tail (more runs, rarely).
+    validation_fraction : float, default=0.2
+        Share of the rows held out (by a data-independent random split) to
+        score each trial, in (0, 1).
+    score_noise_multiplier : float, default=10.0
+        σ_s: each trial releases ``(correct + N(0, σ_s²)) / n_val``, the
+        number of correct validation predictions (sensitivity 1) with
+        Gaussian noise. The score's Gaussian event is part of every trial.
+    random_state : int, RandomState instance or None, default=None
+        Seeds ``K``, the configurations, the split, the score noise and the
+        trials. The final estimator's own ``random_state`` is replaced by a
+        fresh seed per trial: the analysis needs independent runs, and one
+        fixed seed would give every trial the same noise.
+    verbose : int, default=0
+        Print each trial's configuration (public) as it starts.
+
+    Attributes
+    ----------
+    best_estimator_ : estimator
+        The released model: the best trial's fit (on the training split).
+    best_params_ : dict
+        Its sampled configuration.
+    best_score_ : float
+        Its noisy validation accuracy.
+    best_index_ : int
+        Its trial number.
+    n_trials_ : int
+        ``K``, the number of trials run.
+    cv_results_ : dict
+        ``params`` (every sampled configuration, public), ``param_<name>``
+        columns, ``is_best`` and ``mean_test_score`` (a masked array holding
+        only the best trial's noisy score: the others are never released).
+    noise_multiplier_ : float or None
+        σ of every trial's fit when ``epsilon`` was given.
+    trial_dp_event_ : dp_accounting.DpEvent
+        One trial: its fit composed with its noisy score.
+    dp_event_ : dp_accounting.DpEvent
+        ``RepeatAndSelectDpEvent(trial_dp_event_, n_iter, shape)`` (shape
+        ``inf`` for Poisson).
+    epsilon_ : float
+        ε of the whole search at ``delta_`` (RDP accountant).
+    epsilon_trial_ : float
+        ε of one trial alone at ``delta_`` (RDP).
+    delta_ : float
+    accountant_ : str
+        ``"rdp"``.
+    classes_ : ndarray
+    n_features_in_ : int
+
+    Notes
+    -----
+    Privacy (Papernot & Steinke 2022, Thms. 2 and 6): if one trial
+    ``Q(D) = (model, score)`` is (λ, ε_λ)-RDP for all λ, releasing the best
+    of ``K`` independent runs is RDP with the bound dp-accounting
+    implements; the outputs of the other runs must stay secret. Hence the
+    score that decides "best" must itself be a DP output of the trial: here
+    it is the validation accuracy with Gaussian noise of multiplier
+    ``score_noise_multiplier`` (add/remove sensitivity 1 on the count, the
+    validation size being public), and a trial's event is the composition
+    of its fit and this Gaussian. The training/validation split is drawn
+    from the public stream, independent of the data; the two parts are
+    disjoint, but we compose rather than claim parallel composition (a
+    little conservative). A configuration is a draw from a public
+    distribution, so a trial is a data-independent mixture over
+    configurations; its RDP is at most that of a single configuration only
+    because every configuration has the same DpEvent (checked). Released:
+    ``best_estimator_``, ``best_params_``, ``best_score_`` (and the public
+    draws: ``K``, all configurations). NOT released: the other trials'
+    scores and models, and timings. ``refit`` is not offered: refitting
+    the best configuration on all rows would be one more private fit.
+    ``n`` and the split sizes are public. Grid search (every configuration,
+    a fixed count) is not covered by this theorem and is not offered.
+
+    References
+    ----------
+    Papernot & Steinke, "Hyperparameter Tuning with Renyi Differential
+    Privacy", ICLR 2022 (arXiv:2110.03620).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn.preprocessing import normalize
+    >>> from sklearn_fdp import DPSGDClassifier
+    >>> from sklearn_fdp.model_selection import PrivateRandomizedSearchCV
+    >>> X, y = make_classification(n_samples=2000, random_state=0)
+    >>> search = PrivateRandomizedSearchCV(
+    ...     DPSGDClassifier(epochs=2), {"learning_rate": [0.1, 1.0]},
+    ...     epsilon=2.0, delta=1e-5, n_iter=3, random_state=0).fit(normalize(X), y)
+    >>> bool(search.epsilon_ <= 2.0)
+    True
+    """
+
+    _parameter_constraints: dict = {
+        "estimator": [object],
+        "param_distributions": [dict, list],
+        "epsilon": [Interval(Real, 0, None, closed="neither"), None],
+        "delta": [Interval(Real, 0, 1, closed="neither"), None],
+        "n_iter": [Interval(Real, 1, None, closed="left")],
+        "trials_distribution": [StrOptions(set(accounting.TRIAL_DISTRIBUTIONS))],
+        "shape": [Interval(Real, 0, None, closed="left")],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "score_noise_multiplier": [Interval(Real, 0, None, closed="neither")],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    # Parameters whose change would change a trial's DpEvent (or its meaning).
+    _BUDGET_PARAMS = ("epsilon", "delta", "noise_multiplier", "batch_size", "epochs",
+                      "accountant", "neighboring", "epsilon_mean", "epsilon_quantile",
+                      "variant", "steps", "max_iter")
+
+    def __init__(
+        self,
+        estimator,
+        param_distributions,
+        *,
+        epsilon=None,
+        delta=None,
+        n_iter=10,
+        trials_distribution="truncated_negative_binomial",
+        shape=1.0,
+        validation_fraction=0.2,
+        score_noise_multiplier=10.0,
+        random_state=None,
+        verbose=0,
+    ):
+        self.estimator = estimator
+        self.param_distributions = param_distributions
+        self.epsilon = epsilon
+        self.delta = delta
+        self.n_iter = n_iter
+        self.trials_distribution = trials_distribution
+        self.shape = shape
+        self.validation_fraction = validation_fraction
+        self.score_noise_multiplier = score_noise_multiplier
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # -- checks --------------------------------------------------------------
+
+    def _check_distributions(self):
+        name = type(self).__name__
+        dists = self.param_distributions
+        dists = [dists] if isinstance(dists, dict) else list(dists)
+        if not dists:
+            raise ValueError(f"`param_distributions` of {name} is empty; give at least "
+                             "one dict of parameter -> list or distribution.")
+        valid = set(self.estimator.get_params(deep=True))
+        for d in dists:
+            if not isinstance(d, dict):
+                raise TypeError(f"`param_distributions` of {name} must be a dict or a list "
+                                f"of dicts, got an item {d!r}.")
+            for key, values in d.items():
+                if key not in valid:
+                    raise ValueError(
+                        f"`param_distributions` of {name} names {key!r}, which is not a "
+                        f"parameter of {type(self.estimator).__name__}. Valid: "
+                        f"{sorted(valid)}.")
+                if key.rsplit("__", 1)[-1] in self._BUDGET_PARAMS:
+                    raise ValueError(
+                        f"`param_distributions` of {name} varies {key!r}, which changes "
+                        "each trial's privacy cost; the repeat-and-select analysis needs "
+                        "the same DpEvent for every trial. Fix it on the estimator and "
+                        "vary e.g. learning_rate, max_grad_norm, momentum or "
+                        "l2_regularization.")
+                if not (hasattr(values, "rvs") or (isinstance(values, (list, tuple))
+                                                   and len(values) > 0)):
+                    raise TypeError(
+                        f"`param_distributions[{key!r}]` of {name} must be a non-empty "
+                        f"list or a distribution with an `rvs` method, got {values!r}.")
+        return dists
+
+    def _sample_trials(self, rng):
+        """K and K configurations, from the public stream only."""
+        mean = float(self.n_iter)
+        if self.trials_distribution == "poisson":
+            k = int(rng.poisson(mean))
+            if k == 0:
+                raise RuntimeError(
+                    f"{type(self).__name__} drew K = 0 trials (Poisson, mean "
+                    f"{mean!r}); the search releases nothing. Use a larger n_iter, "
+                    "trials_distribution='truncated_negative_binomial', or another "
+                    "random_state.")
+        else:
+            k = _sample_truncated_negative_binomial(rng, float(self.shape), mean)
+        dists = self._check_distributions()
+        configs = []
+        for _ in range(k):
+            d = dists[rng.randint(len(dists))]
+            cfg = {}
+            for key in sorted(d):
+                values = d[key]
+                if hasattr(values, "rvs"):
+                    cfg[key] = values.rvs(random_state=rng)
+                else:
+                    cfg[key] = values[rng.randint(len(values))]
+            configs.append(cfg)
+        return configs
+
+    def _plan_fit_event(self, est, n_train, n_features, sigma):
+        """The DpEvent a linear private classifier's fit will have, from public values."""
+        from .linear._base import BaseDPLinearClassifier
+
+        final = _final(est)
+        if not isinstance(final, BaseDPLinearClassifier):
+            raise ValueError(
+                f"{type(self).__name__} with epsilon={self.epsilon!r} calibrates the "
+                "per-trial noise of the linear classifiers of sklearn_fdp.linear only; "
+                f"got {type(final).__name__}. Set epsilon=None and fix the estimator's "
+                "own budget: the search then reports what it spent.")
+        if type(final).__name__ == "AdaMixClassifier":
+            raise ValueError(
+                f"{type(self).__name__} cannot calibrate AdaMixClassifier's noise; set "
+                "epsilon=None and fix its own epsilon.")
+        final = clone(final)
+        batch = final._resolve_batch_size(n_train)
+        steps = max(1, math.ceil(final.epochs * n_train / batch))
+        if getattr(final, "variant", None) == "analysed":
+            # Its public plan needs only the shape (n, d) of the data.
+            final._setup_fit(SimpleNamespace(shape=(n_train, n_features)), batch)
+        others = tuple(final._other_events())
+        return accounting.compose_events(
+            *others, accounting.dpsgd_event(sigma, batch / n_train, steps))
+
+    # -- fitting -------------------------------------------------------------
+
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y):
+        """Run the private search.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self : PrivateRandomizedSearchCV
+        """
+        name = type(self).__name__
+        self._check_distributions()
+        final = _final(self.estimator)
+        delta = self.delta if self.delta is not None else getattr(final, "delta", None)
+        if delta is None:
+            raise ValueError(f"{name}: give `delta`; {type(final).__name__} has none.")
+        check_consistent_length(X, y)
+        n_samples = _num_samples(y)
+        n_val = int(round(self.validation_fraction * n_samples))
+        n_train = n_samples - n_val
+        if n_val < 1 or n_train < 2:
+            raise ValueError(
+                f"{name}: validation_fraction={self.validation_fraction!r} of "
+                f"{n_samples} rows leaves {n_train} training and {n_val} validation rows; "
+                "both must be non-empty.")
+        if getattr(final, "neighboring", "add_remove") != "add_remove":
+            raise ValueError(
+                f"{name} accounts the search with the RDP accountant, which supports "
+                "neighboring='add_remove' only for subsampled mechanisms; got "
+                f"neighboring={final.neighboring!r} on {type(final).__name__}.")
+        mean = float(self.n_iter)
+        shape = math.inf if self.trials_distribution == "poisson" else float(self.shape)
+
+        rng = check_random_state(self.random_state)
+        public_seed, split_seed, noise_seed, trial_seed = rng.randint(0, 2**31 - 1, size=4)
+        perm = np.random.RandomState(split_seed).permutation(n_samples)
+        train_idx, val_idx = np.sort(perm[:n_train]), np.sort(perm[n_train:])
+        configs = self._sample_trials(np.random.RandomState(public_seed))
+        trial_seeds = np.random.RandomState(trial_seed).randint(0, 2**31 - 1, len(configs))
+        score_event = accounting.gaussian_event(float(self.score_noise_multiplier))
+
+        prefix = _final_prefix(self.estimator)
+        sigma = None
+        planned = None
+        if self.epsilon is not None:
+            n_features = getattr(X, "shape", (0, 0))[1] if hasattr(X, "shape") else 0
+
+            def trial_event(s):
+                return accounting.compose_events(
+                    self._plan_fit_event(self.estimator, n_train, n_features, s),
+                    score_event)
+
+            trial_event(1.0)  # raises early for unsupported estimators
+            sigma = accounting.calibrate_repeat_and_select(
+                trial_event, self.epsilon, delta, mean, shape)
+            planned = trial_event(sigma)
+
+        X_train, y_train = _safe_indexing(X, train_idx), _safe_indexing(y, train_idx)
+        X_val, y_val = _safe_indexing(X, val_idx), np.asarray(_safe_indexing(y, val_idx))
+        noise_rng = np.random.default_rng(noise_seed)
+        best = None
+        trial_events = []
+        for i, cfg in enumerate(configs):
+            if self.verbose:
+                print(f"[{name}] trial {i + 1}/{len(configs)}: {cfg}", flush=True)
+            est = clone(self.estimator).set_params(**cfg)
+            extra = {}
+            if sigma is not None:
+                extra[prefix + "noise_multiplier"] = sigma
+                extra[prefix + "epsilon"] = None
+            if "random_state" in _final(est).get_params():
+                # Trials must be independent runs (Papernot-Steinke): fresh seeds.
+                extra[prefix + "random_state"] = int(trial_seeds[i])
+            est.set_params(**extra)
+            with warnings.catch_warnings():
+                # The trial's own δ check is about its own claim, not the search's.
+                warnings.filterwarnings("ignore", category=PrivacyLeakWarning,
+                                        message="delta=")
+                est.fit(X_train, y_train)
+            fit_event = self._fitted_event(est, name)
+            event = accounting.compose_events(fit_event, score_event)
+            if planned is not None and repr(event) != repr(planned):
+                raise ValueError(
+                    f"{name}: trial {i} spent {event!r}, not the planned {planned!r} "
+                    "(e.g. the Pipeline holds other private steps, whose cost the "
+                    "calibration does not know). Set epsilon=None and fix each step's "
+                    "own budget: the search then reports what it spent.")
+            if trial_events and repr(event) != repr(trial_events[0]):
+                raise ValueError(
+                    f"{name}: trial {i} with {cfg!r} has a different DpEvent from trial 0 "
+                    "(its privacy cost differs); only parameters that leave the cost "
+                    "unchanged may vary.")
+            trial_events.append(event)
+            correct = float(np.sum(np.asarray(est.predict(X_val)) == y_val))
+            score = (correct + noise_rng.normal(0.0, float(self.score_noise_multiplier))) \
+                / len(val_idx)
+            if best is None or score > best[0]:
+                best = (score, i, est)
+            del est
+
+        score, index, est = best
+        self.best_estimator_ = est
+        self.best_params_ = dict(configs[index])
+        self.best_score_ = float(score)
+        self.best_index_ = int(index)
+        self.n_trials_ = len(configs)
+        self.cv_results_ = _results(configs, index, score)
+        self.noise_multiplier_ = sigma
+        self.trial_dp_event_ = trial_events[0]
+        self.dp_event_ = accounting.repeat_and_select_event(self.trial_dp_event_, mean, shape)
+        self.delta_ = float(delta)
+        self.epsilon_ = accounting.epsilon_of_event(self.dp_event_, self.delta_,
+                                                    accountant="rdp")
+        self.epsilon_trial_ = accounting.epsilon_of_event(self.trial_dp_event_, self.delta_,
+                                                          accountant="rdp")
+        self.accountant_ = "rdp"
+        self.neighboring_ = getattr(final, "neighboring", "add_remove")
+        if hasattr(est, "classes_"):
+            self.classes_ = est.classes_
+        if hasattr(est, "n_features_in_"):
+            self.n_features_in_ = est.n_features_in_
+        if hasattr(est, "feature_names_in_"):
+            self.feature_names_in_ = est.feature_names_in_
+        return self
+
+    def _fitted_event(self, est, name):
+        items = []
+        _walk(est, "", items)
+        leaks = [n or type(e).__name__ for n, e, k in items if k in ("nonprivate", "search")]
+        if leaks:
+            raise ValueError(
+                f"{name}: the estimator's step(s) {leaks} learn from the data without "
+                "differential privacy; the search would not be private. Use "
+                "data-independent or private preprocessing.")
+        events = [e.dp_event_ for _, e, k in items if k == "private"]
+        if not events:
+            raise ValueError(f"{name}: {type(est).__name__} has no private step "
+                             "(no dp_event_ after fit).")
+        return accounting.compose_events(*events)
+
+    # -- delegation ----------------------------------------------------------
+
+    @property
+    def protected_unit_(self):
+        """Description of the unit the search protects (that of its estimator)."""
+        check_is_fitted(self)
+        return protected_unit(_final(self.best_estimator_))[1]
+
+    @available_if(_best_has("predict"))
+    def predict(self, X):
+        """Predict with ``best_estimator_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        return self.best_estimator_.predict(X)
+
+    @available_if(_best_has("predict_proba"))
+    def predict_proba(self, X):
+        """Class probabilities of ``best_estimator_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+        """
+        check_is_fitted(self)
+        return self.best_estimator_.predict_proba(X)
+
+    @available_if(_best_has("decision_function"))
+    def decision_function(self, X):
+        """Decision function of ``best_estimator_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        scores : ndarray
+        """
+        check_is_fitted(self)
+        return self.best_estimator_.decision_function(X)
+
+    def score(self, X, y):
+        """Accuracy of ``best_estimator_`` on ``(X, y)`` (not private: use public test data).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        score : float
+        """
+        check_is_fitted(self)
+        return self.best_estimator_.score(X, y)
+
+    def __sklearn_is_fitted__(self):
+        return hasattr(self, "best_estimator_")
+
+
+def _sample_truncated_negative_binomial(rng, shape, mean):
+    """K >= 1 with P(K = k) ∝ C(k+η-1, k)(1-γ)^k (η > 0) or (1-γ)^k / k (η = 0).
+
+    γ is the one dp-accounting's RDP accountant derives from (η, mean).
+    """
+    gamma = accounting.truncated_negative_binomial_gamma(shape, mean)
+    if gamma >= 1:
+        return 1
+    if shape == 0:
+        return int(rng.logseries(1 - gamma))
+    while True:  # negative binomial conditioned on K >= 1
+        k = int(rng.negative_binomial(shape, gamma))
+        if k >= 1:
+            return k
+
+
+def _results(configs, best, score):
+    keys = sorted({k for c in configs for k in c})
+    res = {"params": [dict(c) for c in configs]}
+    for key in keys:
+        col = np.ma.masked_all(len(configs), dtype=object)
+        for i, c in enumerate(configs):
+            if key in c:
+                col[i] = c[key]
+        res[f"param_{key}"] = col
+    res["is_best"] = np.arange(len(configs)) == best
+    scores = np.ma.masked_all(len(configs), dtype=float)
+    scores[best] = score
+    res["mean_test_score"] = scores
+    return res

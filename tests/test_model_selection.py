@@ -1,0 +1,198 @@
+"""PrivateRandomizedSearchCV: Papernot-Steinke private search, accounted with RepeatAndSelect."""
+
+import math
+
+import numpy as np
+import pytest
+from dp_accounting import dp_event
+from dp_accounting.rdp import rdp_privacy_accountant
+from scipy.stats import loguniform
+from sklearn.base import clone
+from sklearn.datasets import make_classification
+from sklearn.exceptions import NotFittedError
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import Normalizer, StandardScaler
+
+from sklearn_fdp import (
+    BudgetExceededError,
+    DPSGDClassifier,
+    DPSGDFClassifier,
+    FeatureDPLogisticRegression,
+    accounting,
+    privacy_report,
+)
+from sklearn_fdp._search import _sample_truncated_negative_binomial
+from sklearn_fdp.model_selection import PrivateRandomizedSearchCV
+
+SPACE = {"learning_rate": [0.1, 1.0, "auto"], "momentum": [0.0, 0.9]}
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = make_classification(n_samples=1500, n_features=6, random_state=0)
+    return Normalizer().fit_transform(X), y
+
+
+@pytest.fixture(scope="module")
+def fitted(data):
+    X, y = data
+    return PrivateRandomizedSearchCV(DPSGDClassifier(epochs=1, accountant="rdp"), SPACE,
+                                     epsilon=2.0, delta=1e-5, n_iter=3,
+                                     random_state=0).fit(X, y)
+
+
+def _rdp_repeat_and_select(trial_event, mean, shape, delta):
+    acc = rdp_privacy_accountant.RdpAccountant()
+    acc.compose(dp_event.RepeatAndSelectDpEvent(trial_event, mean, shape))
+    return acc.get_epsilon(delta)
+
+
+def test_epsilon_is_dp_accountings_repeat_and_select(fitted):
+    s = fitted
+    assert isinstance(s.dp_event_, dp_event.RepeatAndSelectDpEvent)
+    assert (s.dp_event_.mean, s.dp_event_.shape) == (3.0, 1.0)
+    # Independently rebuilt: fit event of one trial + the noisy score's Gaussian.
+    clf = s.best_estimator_
+    trial = dp_event.ComposedDpEvent([
+        dp_event.SelfComposedDpEvent(
+            dp_event.PoissonSampledDpEvent(clf.sampling_rate_,
+                                           dp_event.GaussianDpEvent(s.noise_multiplier_)),
+            clf.steps_),
+        dp_event.GaussianDpEvent(10.0)])
+    assert repr(trial) == repr(s.trial_dp_event_)
+    expected = _rdp_repeat_and_select(trial, 3.0, 1.0, 1e-5)
+    assert s.epsilon_ == pytest.approx(expected, rel=1e-12)
+    assert s.epsilon_ <= 2.0 and s.epsilon_ > 1.99  # calibrated to the budget
+    assert s.epsilon_trial_ < s.epsilon_
+    assert clf.noise_multiplier_ == s.noise_multiplier_
+    assert clf.sampling_rate_ == pytest.approx(clf.batch_size_ / 1200)  # 80 % train split
+
+
+@pytest.mark.parametrize("distribution, shape, expected_shape", [
+    ("poisson", 1.0, math.inf), ("truncated_negative_binomial", 0.0, 0.0),
+    ("truncated_negative_binomial", 0.5, 0.5)])
+def test_distributions_account_their_shape(data, distribution, shape, expected_shape):
+    X, y = data
+    s = PrivateRandomizedSearchCV(
+        DPSGDClassifier(epochs=1, noise_multiplier=3.0, epsilon=None, accountant="rdp"),
+        SPACE, delta=1e-5, n_iter=4, trials_distribution=distribution, shape=shape,
+        random_state=1).fit(X, y)
+    assert s.dp_event_.shape == expected_shape and s.noise_multiplier_ is None
+    assert s.epsilon_ == pytest.approx(
+        _rdp_repeat_and_select(s.trial_dp_event_, 4.0, expected_shape, 1e-5), rel=1e-12)
+    assert s.best_estimator_.noise_multiplier_ == 3.0  # the estimator's own budget
+
+
+def test_sklearn_api(fitted, data):
+    X, y = data
+    s = fitted
+    assert set(s.best_params_) == set(SPACE)
+    assert s.cv_results_["params"][s.best_index_] == s.best_params_
+    assert len(s.cv_results_["params"]) == s.n_trials_ >= 1
+    assert s.cv_results_["is_best"].sum() == 1
+    scores = s.cv_results_["mean_test_score"]
+    assert scores.count() == 1 and scores[s.best_index_] == s.best_score_
+    np.testing.assert_array_equal(s.predict(X), s.best_estimator_.predict(X))
+    assert s.predict_proba(X).shape == (len(y), 2)
+    assert s.decision_function(X).shape == (len(y),)
+    assert 0.5 < s.score(X, y) <= 1.0
+    np.testing.assert_array_equal(s.classes_, [0, 1])
+    assert s.n_features_in_ == 6
+    # clone / get_params hold no live state; a refit with the seed is reproducible.
+    again = clone(s).fit(X, y)
+    assert again.best_params_ == s.best_params_ and again.n_trials_ == s.n_trials_
+    np.testing.assert_array_equal(again.best_estimator_.coef_, s.best_estimator_.coef_)
+    assert "best_estimator_" not in clone(s).__dict__
+    with pytest.raises(NotFittedError):
+        PrivateRandomizedSearchCV(DPSGDClassifier(), SPACE).predict(X)
+
+
+def test_report_of_the_search(fitted):
+    report = privacy_report(fitted)
+    assert report.epsilon_rdp == pytest.approx(fitted.epsilon_)
+    assert report.epsilon_pld is None  # PLD cannot account RepeatAndSelect
+    assert report.is_private and report.steps[0]["unit"] == "record"
+
+
+def test_feature_dp_and_distributions_and_pipeline(data):
+    X, y = data
+    est = make_pipeline(Normalizer(), FeatureDPLogisticRegression(
+        private_features=[0, 1], label_public=True, epochs=1, accountant="rdp"))
+    s = PrivateRandomizedSearchCV(
+        est, {"featuredplogisticregression__learning_rate": loguniform(0.05, 5)},
+        epsilon=1.0, delta=1e-5, n_iter=2, random_state=0).fit(X, y)
+    assert s.epsilon_ <= 1.0
+    assert "x0, x1" in s.protected_unit_
+    assert privacy_report(s).steps[0]["unit"] == "features"
+    dpsgdf = PrivateRandomizedSearchCV(
+        DPSGDFClassifier(epochs=1, variant="analysed", epsilon_mean=0.1,
+                         epsilon_quantile=0.1, accountant="rdp"),
+        {"learning_rate": [0.3, 1.0]}, epsilon=3.0, delta=1e-5, n_iter=2,
+        random_state=0).fit(X, y)
+    assert dpsgdf.epsilon_ <= 3.0
+
+
+def test_truncated_negative_binomial_sampler_mean():
+    rng = np.random.RandomState(0)
+    for shape, mean in [(1.0, 5.0), (0.5, 4.0), (0.0, 3.0)]:
+        draws = [_sample_truncated_negative_binomial(rng, shape, mean) for _ in range(4000)]
+        assert min(draws) >= 1
+        assert np.mean(draws) == pytest.approx(mean, rel=0.1)
+
+
+def test_bad_inputs(data):
+    X, y = data
+    est = DPSGDClassifier(epochs=1, accountant="rdp")
+    with pytest.raises(ValueError, match="changes each trial's privacy cost"):
+        PrivateRandomizedSearchCV(est, {"batch_size": [32, 64]}, epsilon=1.0).fit(X, y)
+    with pytest.raises(ValueError, match="not a parameter"):
+        PrivateRandomizedSearchCV(est, {"lr": [0.1]}, epsilon=1.0).fit(X, y)
+    with pytest.raises(TypeError, match="non-empty list"):
+        PrivateRandomizedSearchCV(est, {"learning_rate": []}, epsilon=1.0).fit(X, y)
+    with pytest.raises(ValueError, match="n_iter"):
+        PrivateRandomizedSearchCV(est, SPACE, n_iter=0.5).fit(X, y)
+    with pytest.raises(ValueError, match="epsilon"):
+        PrivateRandomizedSearchCV(est, SPACE, epsilon=-1.0).fit(X, y)
+    with pytest.raises(ValueError, match="validation_fraction"):
+        PrivateRandomizedSearchCV(est, SPACE, validation_fraction=1.0).fit(X, y)
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        PrivateRandomizedSearchCV(est, SPACE, epsilon=1.0).fit(X, y[:-1])
+    with pytest.raises(ValueError, match="without differential privacy"):
+        PrivateRandomizedSearchCV(make_pipeline(StandardScaler(), est), {
+            "dpsgdclassifier__learning_rate": [0.1]}, n_iter=1).fit(X, y)
+    with pytest.raises(ValueError, match="without differential privacy"):
+        PrivateRandomizedSearchCV(LogisticRegression(), {"C": [1.0]}, delta=1e-5,
+                                  n_iter=1).fit(X, y)
+    with pytest.raises(ValueError, match="linear classifiers"):
+        PrivateRandomizedSearchCV(LogisticRegression(), {"C": [1.0]}, epsilon=1.0,
+                                  delta=1e-5).fit(X, y)
+    with pytest.raises(ValueError, match="neighboring"):
+        PrivateRandomizedSearchCV(DPSGDClassifier(neighboring="replace"), SPACE,
+                                  epsilon=1.0).fit(X, y)
+    with pytest.raises(BudgetExceededError):
+        PrivateRandomizedSearchCV(est, SPACE, epsilon=1e-4, n_iter=50,
+                                  score_noise_multiplier=0.5).fit(X, y)
+
+
+def test_calibration_refuses_unplanned_private_steps(data):
+    from sklearn_fdp import PrivateMeanCenterer
+
+    X, y = data
+    est = make_pipeline(PrivateMeanCenterer(epsilon=0.5, random_state=0),
+                        DPSGDClassifier(epochs=1, accountant="rdp"))
+    with pytest.raises(ValueError, match="not the planned"):
+        PrivateRandomizedSearchCV(est, {"dpsgdclassifier__momentum": [0.0]}, epsilon=2.0,
+                                  delta=1e-5, n_iter=1).fit(X, y)
+    # Without calibration the centerer's event is part of every trial.
+    s = PrivateRandomizedSearchCV(est, {"dpsgdclassifier__momentum": [0.0, 0.9]},
+                                  delta=1e-5, n_iter=2, random_state=0).fit(X, y)
+    assert "GaussianDpEvent(noise_multiplier=8." in repr(s.trial_dp_event_)
+
+
+def test_trials_use_independent_seeds(data):
+    X, y = data
+    s = PrivateRandomizedSearchCV(DPSGDClassifier(epochs=1, accountant="rdp", random_state=7),
+                                  {"momentum": [0.0]}, epsilon=2.0, delta=1e-5, n_iter=3,
+                                  trials_distribution="poisson", random_state=3).fit(X, y)
+    assert s.best_estimator_.random_state != 7
