@@ -17,6 +17,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from .. import accounting
+from .._budget import DPSGDBudgetMixin
 from .._engine import LOSSES, LR_SCHEDULES, EngineConfig, LinearGradientOracle, LinearLoss
 from .._engine import run_dp_sgd
 from .._random import spawn_generators
@@ -30,24 +31,9 @@ from .._validation import (
     check_row_norms_finite,
     validate_numeric_data,
 )
-from ..exceptions import BudgetExceededError
-
-# accountant="auto" uses PLD up to this target ε (see _resolve_accountant).
-_AUTO_PLD_MAX_EPSILON = 2.0
 
 # Streams spawned from random_state, in this order, for every linear fit.
 _SAMPLE, _NOISE, _PUBLIC, _INIT = range(4)
-
-
-def _auto_batch_size(n_samples):
-    """Default expected batch size: ``clip(round(sqrt(n) * 8), 64, 4096)``.
-
-    Larger batches cut the noise per step (σ C / (q n)) while the number of
-    steps for a fixed number of epochs shrinks; for linear models the sweet
-    spot measured on Adult's validation split (see
-    ``benchmarks/bench_adult.py``) grows roughly like ``sqrt(n)``.
-    """
-    return int(min(max(round(8 * math.sqrt(n_samples)), 64), 4096, n_samples))
 
 
 def _auto_learning_rate(noise_std, batch_size, n_rows, n_outputs=1):
@@ -77,7 +63,8 @@ def _auto_learning_rate(noise_std, batch_size, n_rows, n_outputs=1):
     return float(min(cap, rate))
 
 
-class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimator):
+class BaseDPLinearClassifier(DPSGDBudgetMixin, LinearClassifierMixin, ClassifierMixin,
+                             BaseEstimator):
     """Base class: a linear classifier trained by the DP-SGD engine."""
 
     _parameter_constraints: dict = {
@@ -104,25 +91,6 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimat
     _accept_sparse = "csr"
 
     # -- hooks for subclasses ------------------------------------------------
-
-    def _check_params(self, X, y):
-        """Rules spanning several parameters; called first in ``fit``."""
-        name = type(self).__name__
-        if self.epsilon is None and self.noise_multiplier is None:
-            raise ValueError(
-                f"{name}: give `epsilon` (the budget; σ is calibrated to it) or "
-                "`noise_multiplier` (ε is then computed); both are None."
-            )
-        if self.neighboring == "replace" and self.accountant == "rdp":
-            raise ValueError(
-                f"{name}: accountant='rdp' cannot account Poisson sampling under "
-                "neighboring='replace' (dp-accounting rejects it). Use "
-                "accountant='pld'."
-            )
-
-    def _other_events(self):
-        """DpEvents composed with the gradient steps (none for plain DP-SGD)."""
-        return ()
 
     def _make_private_oracle(self, X, y_enc, loss):
         return LinearGradientOracle(X, y_enc, loss, self.fit_intercept, self.max_grad_norm)
@@ -158,17 +126,6 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimat
 
     # -- fitting -------------------------------------------------------------
 
-    def _resolve_batch_size(self, n_samples):
-        name = type(self).__name__
-        if self.batch_size == "auto":
-            return _auto_batch_size(n_samples)
-        if self.batch_size > n_samples:
-            raise ValueError(
-                f"`batch_size` of {name} is {self.batch_size!r} but the data have "
-                f"only {n_samples} rows. Use batch_size <= n_samples or 'auto'."
-            )
-        return int(self.batch_size)
-
     def _validate_training_data(self, X, y):
         X, y = validate_numeric_data(
             self,
@@ -188,55 +145,6 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimat
                 f"{len(encoder.classes_)} class ({encoder.classes_!r}). Check the labels."
             )
         return X, encoder.classes_, encoder.transform(y)
-
-    def _resolve_accountant(self, epsilon):
-        """``"auto"``: PLD (tightest) where it is cheap, RDP for large ε.
-
-        PLD needs about 5-8 % less noise than RDP for the same ε at every
-        budget, but its evaluation slows down sharply as σ shrinks (seconds
-        per fit above ε ≈ 2), where accuracy is saturated anyway. Replace-one
-        Poisson sampling is only supported by PLD.
-        """
-        if self.accountant != "auto":
-            return self.accountant
-        if self.neighboring == "replace" or epsilon <= _AUTO_PLD_MAX_EPSILON:
-            return "pld"
-        return "rdp"
-
-    def _budget(self, n_samples, sampling_rate, steps):
-        """Noise multiplier, the fit's DpEvent, its ε and the accountant used."""
-        others = tuple(self._other_events())
-        if self.noise_multiplier is None:
-            accountant = self._resolve_accountant(self.epsilon)
-            sigma = accounting.calibrate_noise_multiplier(
-                self.epsilon,
-                self.delta,
-                sampling_rate,
-                steps,
-                accountant=accountant,
-                neighboring=self.neighboring,
-                other_events=others,
-            )
-        else:
-            sigma = float(self.noise_multiplier)
-        event = accounting.compose_events(
-            *others, accounting.dpsgd_event(sigma, sampling_rate, steps)
-        )
-        if self.noise_multiplier is not None:
-            rough = (accounting.epsilon_of_event(event, self.delta)
-                     if self.neighboring == "add_remove" else 0.0)
-            accountant = self._resolve_accountant(rough)
-        spent = accounting.epsilon_of_event(
-            event, self.delta, accountant=accountant, neighboring=self.neighboring
-        )
-        if self.epsilon is not None and spent > self.epsilon:
-            raise BudgetExceededError(
-                f"{type(self).__name__} with noise_multiplier={self.noise_multiplier!r} "
-                f"spends ε = {spent:.4g} > epsilon = {self.epsilon!r}. Raise "
-                "noise_multiplier, lower epochs, or set noise_multiplier=None to "
-                "calibrate it to epsilon."
-            )
-        return sigma, event, spent, accountant
 
     def _fit_engine(self, X, y):
         """Validate, account, run the engine and store the fitted attributes."""

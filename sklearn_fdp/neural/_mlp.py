@@ -47,7 +47,7 @@ from .._validation import (
     check_delta_vs_n,
 )
 from ..features import resolve_feature_spec
-from ..linear._base import BaseDPLinearClassifier
+from .._budget import DPSGDBudgetMixin
 
 __all__ = ["MLPFeatureDP"]
 
@@ -313,7 +313,7 @@ class _Trainer:
                 p.copy_(self.params[k].to("cpu"))
 
 
-class MLPFeatureDP(ClassifierMixin, BaseEstimator):
+class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
     """Multi-layer perceptron trained with feature differential privacy (PyTorch).
 
     Some columns of ``X`` (and optionally the label) are public, the other
@@ -572,14 +572,6 @@ class MLPFeatureDP(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    # Accounting exactly as the linear estimators (shared code, not a copy).
-    _resolve_accountant = BaseDPLinearClassifier._resolve_accountant
-    _budget = BaseDPLinearClassifier._budget
-    _resolve_batch_size = BaseDPLinearClassifier._resolve_batch_size
-
-    def _other_events(self):
-        return ()
-
     def _hidden_sizes(self):
         name = type(self).__name__
         sizes = self.hidden_layer_sizes
@@ -600,7 +592,7 @@ class MLPFeatureDP(ClassifierMixin, BaseEstimator):
 
     def _check_params(self, X, y):
         """Rules spanning several parameters; called first in ``fit``."""
-        BaseDPLinearClassifier._check_params(self, X, y)
+        super()._check_params(X, y)  # the budget rules of every DP-SGD fit
         name = type(self).__name__
         self._hidden_sizes()
         if self.public_epochs > 0 and self.method == "dp":
