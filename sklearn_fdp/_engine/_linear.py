@@ -154,12 +154,6 @@ class LinearGradientOracle:
         # (forced by setting ``path`` to "blas" or "fused", e.g. in tests).
         self.path = "csr" if sp.issparse(X) else "dense"
 
-    def decision(self, Xb, theta):
-        Z = Xb @ theta[: self.n_features]
-        if self.fit_intercept:
-            Z += theta[self.n_features]
-        return np.asarray(Z)
-
     def __call__(self, idx, theta):
         """Sum over ``idx`` of the per-example gradients clipped to ``C``."""
         out = np.zeros_like(theta)
