@@ -13,8 +13,11 @@ table and saves a figure to ``docs/figures/adult_demo.png``:
 
 Every model uses the same data-independent features
 (:func:`sklearn_fdp.datasets.make_adult_preprocessor`: fixed category lists,
-fixed numeric bounds, rows scaled to unit norm), so no statistic of the
-private training data leaks through preprocessing. The private estimators run
+fixed numeric bounds, every column divided by the same constant so rows have
+norm <= 1), so no statistic of the private training data leaks through
+preprocessing, and no protected value leaks into a public column (a row-wise
+normaliser would divide the public columns by a norm that contains
+capital-gain). The private estimators run
 with their default hyperparameters: nothing is tuned on the test set.
 
 Run with ``make demo`` (or ``python examples/adult_demo.py``).

@@ -175,7 +175,9 @@ def test_preprocessor_learns_nothing_from_data(adult):
 
 def test_preprocessor_output_bounds(adult):
     X_train, _, X_test, _ = adult
-    pre = make_adult_preprocessor().fit(X_train)
+    pre = make_adult_preprocessor(scale_rows="l2").fit(X_train)
+    constant = make_adult_preprocessor().fit(X_train)
+    unscaled = make_adult_preprocessor(scale_rows=False).fit(X_train)
     for X in (X_train, X_test):
         Z = pre.transform(X)
         assert Z.shape == (X.shape[0], 105) and Z.dtype == np.float64
@@ -184,6 +186,10 @@ def test_preprocessor_output_bounds(adult):
         assert norms.max() <= 1 + 1e-12
         assert norms.min() > 0.99  # every row has a non-zero feature
         assert Z.min() >= 0.0
+        # The default divides every column by the same constant sqrt(14).
+        Zc = constant.transform(X)
+        np.testing.assert_allclose(Zc, unscaled.transform(X) / np.sqrt(14.0), rtol=1e-15)
+        assert np.linalg.norm(Zc, axis=1).max() <= 1 + 1e-12
 
     raw = make_adult_preprocessor(scale_rows=False).fit(X_train).transform(X_test)
     assert raw.min() >= 0.0 and raw.max() <= 1.0
@@ -404,3 +410,24 @@ def test_load_mnist8k_split_is_fixed_stratified_and_disjoint():
     X2, y2, _, _ = load_mnist8k(return_X_y=True, scale=False)
     np.testing.assert_array_equal(X2.astype(np.float64) / 255.0, b.data)
     np.testing.assert_array_equal(y2, b.target)
+
+
+def test_default_scaling_keeps_protected_columns_out_of_public_ones(adult):
+    # Feature DP needs the public columns to be functions of public inputs:
+    # changing a protected input (capital-gain) must leave them unchanged.
+    # scale_rows="l2" divides every column by the row norm, so it does not.
+    X = adult[0].head(5).copy()
+    X_changed = X.copy()
+    X_changed["capital-gain"] = [0, 5000, 99999, 10, 123]
+    for scale_rows, mixes in (("constant", False), ("l2", True)):
+        pre = make_adult_preprocessor(scale_rows=scale_rows).fit(X)
+        names = list(pre.get_feature_names_out())
+        public = [i for i, n in enumerate(names) if n != "num__capital-gain"]
+        Z, Z_changed = pre.transform(X), pre.transform(X_changed)
+        assert np.array_equal(Z[:, public], Z_changed[:, public]) != mixes
+
+
+@pytest.mark.parametrize("bad", ["L2", 2, "unit", None])
+def test_preprocessor_rejects_unknown_scale_rows(bad):
+    with pytest.raises(ValueError, match="scale_rows must be"):
+        make_adult_preprocessor(scale_rows=bad)

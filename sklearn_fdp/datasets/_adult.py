@@ -317,7 +317,12 @@ def _select_columns(X, *, names):
     return [_FEATURE_NAMES.index(name) for name in names]
 
 
-def make_adult_preprocessor(*, scale_rows=True):
+# Each of the 14 input columns contributes at most 1 to a row's squared norm
+# (numeric columns in [0, 1], one one-hot entry per categorical column).
+_CONSTANT_ROW_SCALE = 1.0 / np.sqrt(14.0)
+
+
+def make_adult_preprocessor(*, scale_rows="constant"):
     """Make the data-independent Adult feature transformer.
 
     One-hot encodes the 8 categorical columns against the public category
@@ -329,12 +334,23 @@ def make_adult_preprocessor(*, scale_rows=True):
 
     Parameters
     ----------
-    scale_rows : bool, default=True
-        If True, end with :class:`~sklearn.preprocessing.Normalizer` so that
-        every output row has L2 norm 1 (norm <= 1 up to rounding), the bound
-        DP-SGD-style clipping and the FDP logistic-regression analysis
-        assume. If False, the row-normalising step is ``"passthrough"`` and
-        rows have norm at most ``sqrt(14)``.
+    scale_rows : {"constant", "l2"} or False, default="constant"
+        How rows are brought to L2 norm at most 1, the bound DP-SGD-style
+        clipping and the FDP logistic-regression analysis assume.
+
+        - ``"constant"``: every column is multiplied by the same constant
+          ``1 / sqrt(14)`` (14 input columns, each contributing at most 1 to
+          the squared norm), so every row has norm <= 1. Each output column
+          depends on its own input column only: safe under feature DP.
+        - ``"l2"`` (or ``True``): end with
+          :class:`~sklearn.preprocessing.Normalizer`, so every row has norm
+          exactly 1. Each output column is divided by the whole row's norm,
+          which mixes every column into every other: fine when the whole
+          record is protected (DP-SGD, DPSGD-F, AdaMix), but **not** under
+          feature DP with a protected numeric column (e.g. capital-gain in
+          :data:`ADULT_PROTECTED`): the "public" columns would then carry the
+          protected value, outside the FDP guarantee.
+        - ``False``: no scaling; rows have norm at most ``sqrt(14)``.
 
     Returns
     -------
@@ -359,8 +375,9 @@ def make_adult_preprocessor(*, scale_rows=True):
     Privacy: the category lists and numeric bounds are constants written in
     the code (public knowledge about the Census coding), so the map
     ``x -> features(x)`` does not depend on any record; applying it is free
-    under any differential-privacy notion. Row normalisation acts on each
-    row alone and is free too.
+    under any differential-privacy notion. ``scale_rows="l2"`` acts on each
+    row alone and is free under record-level DP, but not under feature DP
+    (see ``scale_rows``).
 
     Categorical columns: ``OneHotEncoder(categories=<fixed lists>,
     handle_unknown="ignore")``; a missing value (NaN) or a category not in
@@ -400,6 +417,10 @@ def make_adult_preprocessor(*, scale_rows=True):
     >>> [str(n) for n in pre.get_feature_names_out()[:2]]
     ['num__age', 'num__fnlwgt']
     """
+    if not (scale_rows is True or scale_rows is False or scale_rows in ("constant", "l2")):
+        raise ValueError(
+            f"scale_rows must be 'constant', 'l2' (or True) or False; got {scale_rows!r}."
+        )
     lower = np.array([_NUMERIC_BOUNDS[c][0] for c in _NUMERIC_FEATURES])
     upper = np.array([_NUMERIC_BOUNDS[c][1] for c in _NUMERIC_FEATURES])
     log = np.array([_NUMERIC_BOUNDS[c][2] for c in _NUMERIC_FEATURES])
@@ -429,6 +450,10 @@ def make_adult_preprocessor(*, scale_rows=True):
         ],
         remainder="drop",
         sparse_threshold=0.0,
+        transformer_weights=(
+            {"num": _CONSTANT_ROW_SCALE, "cat": _CONSTANT_ROW_SCALE}
+            if scale_rows == "constant" else None
+        ),
     )
-    normalize = Normalizer(norm="l2") if scale_rows else "passthrough"
+    normalize = Normalizer(norm="l2") if scale_rows in (True, "l2") else "passthrough"
     return Pipeline([("features", features), ("normalize", normalize)])
