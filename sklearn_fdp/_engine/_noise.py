@@ -19,6 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from .._secure import SecureGenerator
+
 BACKGROUND_MIN_SIZE = 1 << 15
 
 
@@ -112,11 +114,16 @@ class NormalStream(_AheadDraws):
     kernel reports how many it used, :meth:`advance` moves past them. Every
     normal is used at most once, in order. The sequence is drawn in blocks
     of ``block`` normals, the next block on a worker thread when
-    ``background`` (the numbers do not depend on it).
+    ``background`` (the numbers do not depend on it). ``block=None``: 2**20,
+    or 2**16 for a :class:`~sklearn_fdp._secure.SecureGenerator`, whose
+    normals cost ~20 times more, so a small fit does not pay for a million
+    it never uses (a block is drawn in pieces of 2**16 either way).
     """
 
-    def __init__(self, rng, block=1 << 20, background=None):
+    def __init__(self, rng, block=None, background=None):
         self.rng = rng
+        if block is None:
+            block = 1 << 16 if isinstance(rng, SecureGenerator) else 1 << 20
         self.block = int(block)
         if background is None:
             background = (os.cpu_count() or 1) > 1

@@ -12,6 +12,8 @@ reuses the private batch's coins, so the engine never shares generators.
 
 import numpy as np
 
+from .._secure import SecureGenerator
+
 
 class PoissonSampler:
     """Poisson subsampling of ``n`` records at rate ``q``.
@@ -26,8 +28,10 @@ class PoissonSampler:
         Number of records.
     rate : float
         Inclusion probability in (0, 1].
-    rng : numpy.random.Generator
-        Dedicated generator; nothing else may draw from it.
+    rng : numpy.random.Generator or SecureGenerator
+        Dedicated generator; nothing else may draw from it. A
+        :class:`~sklearn_fdp._secure.SecureGenerator` draws every record's
+        coin from the OS CSPRNG instead (one pass over ``n``).
     """
 
     def __init__(self, n, rate, rng):
@@ -39,6 +43,8 @@ class PoissonSampler:
         """Return the sorted indices of one Poisson batch (possibly empty)."""
         if self.rate >= 1.0:
             return np.arange(self.n)
+        if isinstance(self.rng, SecureGenerator):  # noise="secure": exact CSPRNG coins
+            return self.rng.bernoulli_indices(self.n, self.rate)
         size = self.rng.binomial(self.n, self.rate)
         idx = self.rng.choice(self.n, size=size, replace=False)
         idx.sort()
