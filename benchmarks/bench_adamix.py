@@ -105,7 +105,7 @@ def load(name):
         return norm.fit_transform(X), y, norm.transform(Xt), yt, ("per_class", 5)
     if name == "Adult":
         X, y, Xt, yt = load_adult(return_X_y=True)
-        prep = make_adult_preprocessor()
+        prep = make_adult_preprocessor(scale_rows="l2")
         return prep.fit_transform(X), np.asarray(y), prep.transform(Xt), np.asarray(yt), \
             ("fraction", 0.01)
     raise ValueError(name)
@@ -381,29 +381,29 @@ def plot(res, ablation, stem_suffix):
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
+    from sklearn_fdp.plotting import plot_privacy_utility
+
     FIGURES.mkdir(parents=True, exist_ok=True)
     styles = {"public-only": ("tab:gray", ":"), "NoisyGD": ("tab:blue", "-"),
               "+projection": ("tab:cyan", "--"), "+adaptive clipping": ("tab:green", "--"),
               "AdaMix": ("tab:red", "-"), "AdaMix (theory)": ("tab:pink", "-."),
               "DPSGD (private rows)": ("tab:orange", "-"), "non-private": ("k", ":")}
     fig, axes = plt.subplots(1, len(res), figsize=(4.6 * len(res), 3.8), squeeze=False)
-    for ax, (name, data) in zip(axes[0], res.items()):
+    for i, (ax, (name, data)) in enumerate(zip(axes[0], res.items())):
         keys = list(data["accuracy"]["AdaMix"])
         eps = [float(k) for k in keys]
-        for line in LINES:
-            mean = [np.mean(data["accuracy"][line][k]) for k in keys]
-            std = [np.std(data["accuracy"][line][k]) for k in keys]
-            color, ls = styles[line]
-            ax.errorbar(eps, mean, yerr=std, color=color, linestyle=ls, marker="o", ms=3,
-                        capsize=2, label=line)
-        ax.set_xscale("log")
+        runs = [dict(method=line, epsilon=float(k), seed=seed, accuracy=acc)
+                for line in LINES for k in keys
+                for seed, acc in enumerate(data["accuracy"][line][k])]
+        last = i == len(res) - 1
+        plot_privacy_utility(
+            runs, ax=ax, error="std",
+            styles={line: dict(color=c, linestyle=ls, ms=3, capsize=2)
+                    for line, (c, ls) in styles.items()},
+            xlabel="ε (δ = 1e-5)", ylabel="test accuracy" if i == 0 else "", title=name,
+            legend={"fontsize": 7, "loc": "lower right"} if last else False)
         ax.set_xticks(eps, [f"{e:g}" for e in eps])
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-        ax.set_xlabel("ε (δ = 1e-5)")
-        ax.set_title(name)
-        ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("test accuracy")
-    axes[0][-1].legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     fig.savefig(FIGURES / f"bench_adamix{stem_suffix}.png", dpi=120)
     plt.close(fig)
@@ -449,8 +449,14 @@ def main(argv=None):
     parser.add_argument("--reconstruction", action="store_true",
                         help="add the subspace reconstruction diagnostic to the saved JSON "
                              "(then use --render)")
+    parser.add_argument("--plot-only", action="store_true",
+                        help="redraw the figures from the saved JSON (markdown untouched)")
     args = parser.parse_args(argv)
     quick = args.quick
+    if args.plot_only:
+        saved = json.loads((RESULTS / f"adamix{'_quick' if quick else ''}.json").read_text())
+        plot(saved["datasets"], saved["ablation"], "_quick" if quick else "")
+        return
     if args.render or args.reconstruction:
         stem = "adamix_quick" if quick else "adamix"
         saved = json.loads((RESULTS / f"{stem}.json").read_text())

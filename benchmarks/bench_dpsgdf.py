@@ -257,7 +257,7 @@ def experiment_pixels(name, seeds, quick):
 
 def experiment_adult(epsilons, seeds):
     X_train, y_train, X_test, y_test = load_adult(return_X_y=True)
-    pre = make_adult_preprocessor().fit(X_train)
+    pre = make_adult_preprocessor(scale_rows="l2").fit(X_train)
     Xtr = np.ascontiguousarray(pre.transform(X_train), dtype=np.float64)
     Xte = np.ascontiguousarray(pre.transform(X_test), dtype=np.float64)
     y_train, y_test = np.asarray(y_train), np.asarray(y_test)
@@ -292,7 +292,8 @@ def experiment_adult(epsilons, seeds):
 def adult_validation_diagnostic(epsilons, seeds, epochs_grid):
     """Validation accuracy (80/20 split of adult.data) vs epochs, practical and analysed."""
     X_train, y_train, _, _ = load_adult(return_X_y=True)
-    X = np.ascontiguousarray(make_adult_preprocessor().fit_transform(X_train), dtype=np.float64)
+    X = np.ascontiguousarray(
+        make_adult_preprocessor(scale_rows="l2").fit_transform(X_train), dtype=np.float64)
     y = np.asarray(y_train)
     perm = np.random.default_rng(0).permutation(len(y))
     cut = int(0.8 * len(y))
@@ -420,6 +421,8 @@ def plot(ce, pixels, adult, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from sklearn_fdp.plotting import plot_privacy_utility
+
     fig, axes = plt.subplots(1, 3, figsize=(17, 4.6))
     ax = axes[0]
     names = list(ce)
@@ -451,23 +454,21 @@ def plot(ce, pixels, adult, path):
     ax.set_title("pixels, validation-selected config, 5 seeds", fontsize=9)
     ax.legend(fontsize=7)
     ax = axes[2]
-    for name, rows in adult.items():
-        if "const" in rows:
-            ax.axhline(rows["const"]["mean"], color="k", ls="--", lw=1, label=name)
-            continue
-        eps = [float(e) for e in rows]
-        ax.errorbar(eps, [rows[e]["mean"] for e in rows], yerr=[rows[e]["std"] for e in rows],
-                    marker="o", capsize=3, label=name)
-    ax.set_xscale("log")
+    runs = [dict(method=name, epsilon=float(eps), seed=seed, accuracy=acc)
+            for name, rows in adult.items() if "const" not in rows
+            for eps, row in rows.items() for seed, acc in enumerate(row["test_accuracy"])]
+    baselines = {name: rows["const"]["mean"] for name, rows in adult.items() if "const" in rows}
+    plot_privacy_utility(runs, ax=ax, baselines=baselines, error="std",
+                         styles={name: {"color": "k", "lw": 1} for name in baselines},
+                         xlabel="ε (δ = 1e-5)", ylabel="test accuracy (adult.test)",
+                         title="Adult, defaults", legend={"fontsize": 6, "loc": "lower right"})
+    ax.title.set_fontsize(9)
     ax.set_xticks(ADULT_EPSILONS, [f"{e:g}" for e in ADULT_EPSILONS])
     ax.minorticks_off()
-    ax.set_xlabel("ε (δ = 1e-5)")
-    ax.set_ylabel("test accuracy (adult.test)")
-    ax.set_title("Adult, defaults", fontsize=9)
-    ax.legend(fontsize=6, loc="lower right")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def main(argv=None):
@@ -475,7 +476,13 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: 2 seeds, 2 grid points, 2 ε on Adult; writes "
                              "dpsgdf_quick.* and leaves the real results alone")
+    parser.add_argument("--plot-only", action="store_true",
+                        help="redraw docs/figures/bench_dpsgdf.png from results/dpsgdf.json")
     args = parser.parse_args(argv)
+    if args.plot_only:
+        saved = json.loads((RESULTS / "dpsgdf.json").read_text())
+        plot(saved["counterexample"]["lines"], saved["pixels"], saved["adult"], FIGURE)
+        return
     quick = args.quick
     ce_seeds = list(range(2 if quick else 20))
     pixel_seeds = list(range(2 if quick else 5))

@@ -10,9 +10,11 @@ products are private.
 Every private model uses its *default* hyperparameters (fixed rules; nothing
 is tuned, so nothing is tuned on the test set). δ = 1e-5, 3 seeds.
 
-Writes ``benchmarks/results/fdp_purchase.json`` and ``.md``.
+Writes ``benchmarks/results/fdp_purchase.json`` and ``.md``, and the figure
+``docs/figures/bench_fdp_purchase.png`` (``--plot-only`` redraws it from the JSON).
 """
 
+import argparse
 import json
 import pathlib
 import platform
@@ -27,13 +29,48 @@ from sklearn_fdp import DPSGDClassifier, FeatureDPLogisticRegression
 from sklearn_fdp.datasets import make_purchase_like
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
+FIGURE = pathlib.Path(__file__).resolve().parent.parent / "docs" / "figures" / \
+    "bench_fdp_purchase.png"
 EPSILONS = (1.0, 2.0, 4.0, 8.0)
 SEEDS = (0, 1, 2)
 DELTA = 1e-5
 N_PUBLIC = 100
 
 
-def main():
+def plot(saved, path):
+    """ε vs test accuracy (mean ± std over seeds) from the JSON's per-run rows."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from sklearn_fdp.plotting import plot_privacy_utility
+
+    runs = [dict(method=r["model"], epsilon=r["epsilon"], seed=r["seed"],
+                 accuracy=r["test_accuracy"]) for r in saved["runs"]]
+    baselines = {name: row["inf"] for name, row in saved["lines"].items() if "inf" in row}
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    plot_privacy_utility(runs, ax=ax, baselines=baselines, error="std",
+                         xlabel="ε (δ = 1e-5)", ylabel="test accuracy",
+                         title="Purchase-like (linear softmax), public: 100 products + label",
+                         legend={"fontsize": 7, "loc": "lower right"})
+    eps = sorted({r["epsilon"] for r in runs})
+    ax.set_xticks(eps, [f"{e:g}" for e in eps])
+    ax.minorticks_off()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--plot-only", action="store_true",
+                        help="redraw the figure from results/fdp_purchase.json")
+    args = parser.parse_args(argv)
+    if args.plot_only:
+        plot(json.loads((RESULTS / "fdp_purchase.json").read_text()), FIGURE)
+        return
     start_all = time.perf_counter()
     X, y = make_purchase_like(random_state=0)
     X = Normalizer().fit_transform(X)
@@ -88,9 +125,10 @@ def main():
     text = "\n".join(md) + "\n"
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "fdp_purchase.md").write_text(text)
-    (RESULTS / "fdp_purchase.json").write_text(json.dumps(
-        dict(lines=lines, runs=runs, public_features=public.tolist(),
-             seconds=time.perf_counter() - start_all), indent=1))
+    saved = dict(lines=lines, runs=runs, public_features=public.tolist(),
+                 seconds=time.perf_counter() - start_all)
+    (RESULTS / "fdp_purchase.json").write_text(json.dumps(saved, indent=1))
+    plot(saved, FIGURE)
     print(text)
 
 

@@ -474,6 +474,8 @@ def plot(parts, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from sklearn_fdp.plotting import plot_privacy_utility
+
     panels = [p for p in ("purchase", "adult", "speed") if p in parts]
     if not panels:
         return
@@ -491,23 +493,23 @@ def plot(parts, path):
             ax.set_title("CPU epoch time, 1 thread")
             continue
         eps = parts[part]["epsilons"]
-        for i, m in enumerate(dict.fromkeys(r["model"] for r in rows)):
-            mine = [r for r in rows if r["model"] == m]
-            if mine[0]["epsilon"] is None:
-                ax.axhline(mine[0]["test_accuracy"], ls="--", color=f"C{i}", label=m)
-                continue
-            means = [_mean(rows, m, e) for e in eps]
-            stds = [np.std([r["test_accuracy"] for r in mine if r["epsilon"] == e])
-                    for e in eps]
-            ax.errorbar(eps, means, yerr=stds, marker="o", color=f"C{i}", label=m, capsize=3)
-        ax.set_xscale("log")
+        models = list(dict.fromkeys(r["model"] for r in rows))
+        fixed = {m for m in models
+                 if all(r["epsilon"] is None for r in rows if r["model"] == m)}
+        runs = [dict(method=r["model"], epsilon=r["epsilon"], seed=r["seed"],
+                     accuracy=r["test_accuracy"]) for r in rows if r["model"] not in fixed]
+        baselines = {m: [r["test_accuracy"] for r in rows if r["model"] == m]
+                     for m in models if m in fixed}
+        styles = {m: {"color": f"C{i}", "ms": 6} if m not in fixed
+                  else {"color": f"C{i}", "ls": "--", "lw": 1.5}
+                  for i, m in enumerate(models)}
+        plot_privacy_utility(runs, ax=ax, baselines=baselines, error="std", styles=styles,
+                             xlabel="ε (δ = 1e-5)", ylabel="test accuracy",
+                             title={"purchase": "Purchase-like, MLP 300",
+                                    "adult": "Adult, protected attrs"}[part],
+                             legend={"fontsize": 6})
         ax.set_xticks(eps, [f"{e:g}" for e in eps])
         ax.minorticks_off()
-        ax.set_xlabel("ε (δ = 1e-5)")
-        ax.set_ylabel("test accuracy")
-        ax.set_title({"purchase": "Purchase-like, MLP 300",
-                      "adult": "Adult, protected attrs"}[part])
-        ax.legend(fontsize=6)
     fig.tight_layout()
     FIGURES.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
@@ -519,7 +521,14 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--parts", default="purchase,adult,speed")
     ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--plot-only", action="store_true",
+                    help="redraw docs/figures/bench_mlp.png from results/mlp.json")
     args = ap.parse_args(argv)
+    if args.plot_only:
+        suffix = "_quick" if args.quick else ""
+        saved = json.loads((RESULTS / f"mlp{suffix}.json").read_text())
+        plot(saved["parts"], FIGURES / f"bench_mlp{suffix}.png")
+        return
     torch.set_num_threads(1)
     suffix = "_quick" if args.quick else ""
     if not args.report_only:

@@ -78,7 +78,7 @@ BATCH = 256
 
 def adult():
     X_train, y_train, _, _ = load_adult(return_X_y=True)
-    X = make_adult_preprocessor().fit_transform(X_train)
+    X = make_adult_preprocessor(scale_rows="l2").fit_transform(X_train)
     X = np.ascontiguousarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
     return X, np.asarray(y_train).astype(np.intp)
 

@@ -1,6 +1,6 @@
 """sklearn_fdp: scikit-learn estimators trained with (feature) differential privacy."""
 
-from . import accounting, audit, datasets, exceptions, features, model_selection, preprocessing
+from . import accounting, audit, datasets, exceptions, features, model_selection, plotting, preprocessing
 from ._report import PrivacyReport, privacy_report
 from .exceptions import BudgetExceededError, FdpWarning, PrivacyLeakWarning
 from .linear import (
@@ -32,6 +32,7 @@ __all__ = [
     "exceptions",
     "features",
     "model_selection",
+    "plotting",
     "preprocessing",
     "privacy_report",
 ]
