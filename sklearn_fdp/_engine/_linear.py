@@ -21,6 +21,11 @@ tensor is ever built.
 * ``"fused"``: dense input whose gathered batch would be large: the fused
   numba pass, which reads the rows in place and allocates nothing of size
   ``batch x d``.
+
+``X`` may also be an out-of-core :class:`~sklearn_fdp._outofcore.RowSource`
+(a large memmap or dask array): the batch's rows are then read from it
+(``gather``) and go through the same two dense paths, the fused one in
+sub-batches, with the same results bit for bit.
 """
 
 import numpy as np
@@ -34,6 +39,7 @@ from .._kernels import (
     dense_clipped_sum,
     loss_code,
 )
+from .._outofcore import is_row_source
 
 # Dense path rule. Measured on the 2-core x86_64 reference machine (OpenBLAS,
 # one thread, batch 256, random rows of a 20,000-row matrix; median µs per
@@ -106,7 +112,9 @@ class LinearLoss:
 
 
 def squared_row_norms(X):
-    """Squared L2 norm of every row of a dense or CSR matrix."""
+    """Squared L2 norm of every row of a dense or CSR matrix (or an out-of-core source)."""
+    if is_row_source(X):
+        return X.squared_row_norms()  # chunk by chunk, same values as below
     if sp.issparse(X):
         X = X.tocsr()
         out = np.empty(X.shape[0], dtype=np.float64)
@@ -166,12 +174,22 @@ class LinearGradientOracle:
                             self.fit_intercept, self.x_norm_sq, self.max_grad_norm, out)
             return out
         path = _dense_path(len(idx), self.X) if self.path == "dense" else self.path
-        if path == "fused":
+        if path == "fused" and is_row_source(self.X):
+            # Out-of-core rows: the fused pass over gathered sub-batches. The
+            # kernel adds rows one at a time in batch order, so the result is
+            # the in-memory one bit for bit.
+            step = max(1, FUSED_MIN_GATHER_BYTES // 4 // (self.n_features * self.X.itemsize))
+            for start in range(0, len(idx), step):
+                sub = idx[start:start + step]
+                dense_clipped_sum(self.X.gather(sub), np.arange(len(sub)), self.y_kernel[sub],
+                                  theta, self.code, self.fit_intercept, self.x_norm_sq[sub],
+                                  self.max_grad_norm, out)
+        elif path == "fused":
             dense_clipped_sum(self.X, idx, self.y_kernel, theta, self.code, self.fit_intercept,
                               self.x_norm_sq, self.max_grad_norm, out)
         else:
             d = self.n_features
-            Xb = np.take(self.X, idx, axis=0)
+            Xb = self.X.gather(idx) if is_row_source(self.X) else np.take(self.X, idx, axis=0)
             Z = Xb @ theta[:d]
             if self.fit_intercept:
                 Z += theta[d]

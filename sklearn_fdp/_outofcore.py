@@ -1,0 +1,461 @@
+"""Training rows read from disk (``numpy.memmap``) or a dask array, batch by batch.
+
+The DP-SGD engine only ever needs the rows of one Poisson batch at a time
+(plus per-row squared norms, computed once). :func:`as_row_source` wraps an
+out-of-core ``X`` in a :class:`RowSource` that
+
+* validates ``X`` in chunks (finiteness, the row-norm overflow bound, the
+  squared row norms the oracles need) without holding it in memory;
+* gathers the rows of a batch, ``gather(sorted_indices)``, as a small
+  C-contiguous array of the training dtype, exactly the values the
+  in-memory path would gather, so a fit gives the same model bit for bit.
+
+Resident memory. Reading a memory map leaves its pages mapped into the
+process (they count in its RSS) until the kernel needs the memory; one pass
+over a 4 GB memmap raises RSS to about 4 GB without any copy, and on kernels
+with large page-cache folios one scattered batch of 4,096 rows maps most of
+the file (each fault maps the whole folio around the row). So a
+:class:`MemmapRowSource` does not read through the map: it reads the rows of
+a batch (and the chunks of a validation pass) from the map's file with
+``os.preadv`` into small fresh buffers, when each row is one run of bytes in
+the file. The file's pages then sit in the page cache only (memory the
+kernel reclaims at will), never in the process's resident set. Other
+layouts (column-major, strided column selections) are gathered through the map, whose
+pages are released (``madvise(MADV_DONTNEED)``) after every chunk and every
+``release_bytes`` of gathered rows; copy-on-write maps (``mode="c"``) are
+gathered through the map and never released (that would discard the
+caller's private changes), so their pages stay resident.
+
+Privacy: nothing here changes what is computed, only where the rows come
+from. Batches are the engine's Poisson batches, gathered from disk.
+"""
+
+import mmap
+import os
+
+import numpy as np
+
+__all__ = [
+    "CHUNK_BYTES",
+    "RELEASE_BYTES",
+    "STREAM_MIN_BYTES",
+    "DaskRowSource",
+    "MemmapRowSource",
+    "RowSource",
+    "as_row_source",
+    "is_dask_array",
+    "is_out_of_core",
+    "is_row_source",
+    "should_stream",
+    "validate_row_source",
+]
+
+# Memmaps and dask arrays from this size on are read batch by batch.
+STREAM_MIN_BYTES = 256 * 2**20
+# Rows per validation/norm chunk: about this many bytes of X at a time.
+CHUNK_BYTES = 32 * 2**20
+# Release the pages of a memory map once about this many bytes may have been
+# mapped by gathers. A page fault maps up to 64 KiB around the row it reads
+# when those pages are cached ("fault-around"), so each gathered row counts
+# for at least that much.
+RELEASE_BYTES = 64 * 2**20
+_FAULT_AROUND_BYTES = 64 * 2**10
+
+_FLOAT_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
+
+
+def is_dask_array(X):
+    """Whether ``X`` is a ``dask.array.Array`` (without importing dask)."""
+    return type(X).__module__.startswith("dask.array") and hasattr(X, "compute") and hasattr(
+        X, "chunks")
+
+
+def is_out_of_core(X):
+    """Whether ``X`` is a ``numpy.memmap`` or a dask array (rows read per batch)."""
+    return isinstance(X, np.memmap) or is_dask_array(X)
+
+
+def should_stream(X):
+    """Whether ``fit`` should read ``X`` batch by batch rather than as one array.
+
+    For memmaps and dask arrays of at least :data:`STREAM_MIN_BYTES` (or of
+    unknown size). Smaller ones take the in-memory path, which gives the
+    same model: it is faster per step (a memmap is gathered from in place,
+    not copied) and joblib hands ``GridSearchCV(n_jobs=...)`` workers their
+    data as read-only memmaps of this kind.
+    """
+    if not is_out_of_core(X):
+        return False
+    size = float(np.prod([float(s) for s in X.shape])) * np.dtype(X.dtype).itemsize
+    return not np.isfinite(size) or size >= STREAM_MIN_BYTES
+
+
+def is_row_source(X):
+    """Whether ``X`` is a :class:`RowSource` (or a column view of one)."""
+    return isinstance(X, (RowSource, _ColumnView))
+
+
+def _training_dtype(dtype, estimator_name):
+    """The dtype ``check_array(dtype=[float64, float32])`` would give ``X``."""
+    dtype = np.dtype(dtype)
+    if dtype in _FLOAT_DTYPES:
+        return dtype
+    if dtype.kind in "biuf":
+        return np.dtype(np.float64)
+    if dtype.kind == "c":
+        raise ValueError(f"Complex data not supported by {estimator_name}; got X of dtype "
+                         f"{dtype}. Use real-valued features.")
+    raise ValueError(
+        f"{estimator_name} needs numeric input, but X has dtype {dtype}. Store the "
+        "features as float64 or float32 (encode categorical columns first)."
+    )
+
+
+class RowSource:
+    """Rows of an out-of-core 2-D array, gathered batch by batch.
+
+    Subclasses implement :meth:`_read_rows` (a sorted integer index) and
+    :meth:`_read_slice` (a contiguous row range). The source quacks enough
+    like an array for the engine's oracles: ``shape``, ``dtype``,
+    ``itemsize``, ``X[idx]`` (rows), ``X[:, cols]`` (a lazy column view).
+    Converting it to an ndarray as a whole is refused: a code path that
+    needs all of ``X`` in memory must not receive a source.
+
+    Parameters
+    ----------
+    X : numpy.memmap or dask.array.Array of shape (n, d)
+    dtype : numpy.dtype
+        Dtype of the gathered rows (float64 or float32).
+    """
+
+    ndim = 2
+
+    def __init__(self, X, dtype):
+        self.data = X
+        self.shape = (int(X.shape[0]), int(X.shape[1]))
+        self.dtype = np.dtype(dtype)
+        self._row_norms_sq = None
+
+    @property
+    def itemsize(self):
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self):
+        return self.shape[0] * self.shape[1] * self.itemsize
+
+    def __len__(self):
+        return self.shape[0]
+
+    def chunk_rows(self, chunk_bytes=None):
+        """Rows per chunk of about ``chunk_bytes`` (default :data:`CHUNK_BYTES`)."""
+        chunk_bytes = CHUNK_BYTES if chunk_bytes is None else chunk_bytes
+        return max(1, int(chunk_bytes // max(1, self.shape[1] * self.itemsize)))
+
+    def gather(self, idx):
+        """Rows ``idx`` (sorted indices read fastest) as a C-contiguous ndarray."""
+        idx = np.asarray(idx, dtype=np.intp)
+        return np.ascontiguousarray(self._read_rows(idx), dtype=self.dtype)
+
+    def iter_chunks(self, chunk_bytes=None):
+        """Yield ``(start, block)``: consecutive row blocks covering ``X`` once."""
+        n = self.shape[0]
+        # At least 2 rows per chunk, and no 1-row last chunk: numpy's einsum
+        # sums a single row in another order than a row of a taller block,
+        # and the row norms must match the in-memory ones bit for bit.
+        step = max(2, self.chunk_rows(chunk_bytes))
+        for start in range(0, n, step):
+            if start > 0 and n - start < 2:
+                break  # taken by the previous chunk
+            stop = n if n - (start + step) < 2 else start + step
+            block = np.ascontiguousarray(self._read_slice(start, stop), dtype=self.dtype)
+            yield start, block
+            self.release()
+
+    def squared_row_norms(self):
+        """``‖x_i‖²`` of every row, computed chunk by chunk (cached)."""
+        if self._row_norms_sq is None:
+            out = np.empty(self.shape[0], dtype=self.dtype)
+            for start, block in self.iter_chunks():
+                out[start:start + len(block)] = np.einsum("ij,ij->i", block, block)
+            self._row_norms_sq = out
+        return self._row_norms_sq.copy()
+
+    def release(self):
+        """Let the kernel drop the pages read so far from this process (no-op)."""
+
+    def __getitem__(self, key):
+        if isinstance(key, tuple):
+            rows, cols = key
+            if isinstance(rows, slice) and rows == slice(None):
+                return _ColumnView(self, cols)
+            raise TypeError(f"RowSource supports X[idx] and X[:, cols]; got X[{key!r}].")
+        return self.gather(key)
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError(
+            "An out-of-core RowSource cannot be converted to an in-memory array; "
+            "this code path needs X in memory (internal error)."
+        )
+
+    def _read_rows(self, idx):
+        raise NotImplementedError
+
+    def _read_slice(self, start, stop):
+        raise NotImplementedError
+
+
+class MemmapRowSource(RowSource):
+    """A :class:`RowSource` over a ``numpy.memmap``; see the module docstring.
+
+    Rows are read with ``os.preadv`` from the map's file into fresh buffers
+    (``reader == "file"``) when each row is one contiguous run of bytes in
+    the file (C order, row and column slices of it) and the map is shared (modes "r",
+    "r+", "w+": its writes are in the page cache that ``pread`` reads).
+    Nothing of the file is then mapped into the process. Otherwise
+    (column-major or column-strided views, copy-on-write maps) rows are
+    gathered from the map (``reader == "map"``) and its pages released
+    with ``madvise(MADV_DONTNEED)`` every ``release_bytes`` (never for
+    copy-on-write maps).
+    """
+
+    def __init__(self, X, dtype, release_bytes=None):
+        super().__init__(X, dtype)
+        self._array = np.asarray(X)  # an ndarray view of the mapping, no copy
+        mode = getattr(X, "mode", None)
+        raw = getattr(X, "_mmap", None)
+        # Copy-on-write pages hold the caller's changes: never drop them.
+        self._mmap = raw if (mode != "c" and hasattr(raw, "madvise")) else None
+        self.release_bytes = RELEASE_BYTES if release_bytes is None else int(release_bytes)
+        self._row_cost = max(abs(int(self._array.strides[0])), _FAULT_AROUND_BYTES)
+        self._mapped = 0
+        self._fd = None
+        self._first_byte = None
+        if mode != "c":
+            self._open_file(X)
+        self.reader = "map" if self._fd is None else "file"
+
+    # -- reading through the file ----------------------------------------------
+
+    def _open_file(self, X):
+        """Locate row 0 of ``X`` in its file and open the file; give up quietly."""
+        arr = self._array
+        filename = getattr(X, "filename", None)
+        raw = getattr(X, "_mmap", None)
+        offset = getattr(X, "offset", None)
+        if filename is None or raw is None or offset is None or arr.size == 0:
+            return
+        if arr.strides[1] != arr.itemsize and arr.shape[1] > 1:
+            return  # a row is not one run of bytes
+        try:
+            map_base = np.frombuffer(raw, dtype=np.uint8).ctypes.data
+            # np.memmap maps from the offset rounded down to the granularity.
+            map_start = offset - offset % mmap.ALLOCATIONGRANULARITY
+            first = int(arr.ctypes.data - map_base + map_start)
+            fd = os.open(filename, os.O_RDONLY)
+        except (OSError, TypeError, ValueError, BufferError):
+            return
+        n, d = arr.shape
+        stride = int(arr.strides[0])
+        last = first + (n - 1) * stride
+        size = os.fstat(fd).st_size
+        self._fd, self._first_byte, self._stride = fd, first, stride
+        self._row_bytes = d * arr.itemsize
+        # Trust the file only if it holds what the map shows (the file may
+        # have been replaced since it was mapped).
+        probe = np.array([0, n - 1], dtype=np.intp)
+        if (min(first, last) < 0 or max(first, last) + self._row_bytes > size
+                or not np.array_equal(self._pread_rows(probe), arr[probe], equal_nan=True)):
+            self.close()
+
+    def _pread_rows(self, idx):
+        out = np.empty((len(idx), self.shape[1]), dtype=self._array.dtype)
+        view = memoryview(out).cast("B")
+        rb, stride, fd = self._row_bytes, self._stride, self._fd
+        if stride == rb and len(idx) > 1:
+            # Runs of consecutive rows are one read each.
+            breaks = np.flatnonzero(np.diff(idx) != 1) + 1
+            starts = np.concatenate(([0], breaks)).tolist()
+            stops = np.concatenate((breaks, [len(idx)])).tolist()
+        else:
+            starts = range(len(idx))
+            stops = range(1, len(idx) + 1)
+        first_rows = idx.tolist()
+        for a, b in zip(starts, stops):
+            self._pread_exact(fd, view[a * rb:b * rb],
+                              self._first_byte + first_rows[a] * stride)
+        return out
+
+    @staticmethod
+    def _pread_exact(fd, buf, pos):
+        while len(buf):
+            got = os.preadv(fd, [buf], pos)
+            if got <= 0:
+                raise OSError(f"unexpected end of the file of the memmap at byte {pos}")
+            buf, pos = buf[got:], pos + got
+
+    def close(self):
+        """Close the file descriptor (the map itself belongs to the caller)."""
+        if self._fd is not None:
+            try:
+                os.close(self._fd)
+            finally:
+                self._fd = None
+
+    def __del__(self):
+        self.close()
+
+    # -- RowSource interface ---------------------------------------------------
+
+    def _read_rows(self, idx):
+        if self._fd is not None:
+            return self._pread_rows(idx)
+        rows = np.take(self._array, idx, axis=0)
+        self._mapped += len(idx) * self._row_cost
+        if self._mapped >= self.release_bytes:
+            self.release()
+        return rows
+
+    def _read_slice(self, start, stop):
+        if self._fd is not None:
+            return self._pread_rows(np.arange(start, stop, dtype=np.intp))
+        return self._array[start:stop]
+
+    def release(self):
+        self._mapped = 0
+        if self._mmap is not None and self._fd is None:
+            try:
+                self._mmap.madvise(mmap.MADV_DONTNEED)
+            except (OSError, ValueError):  # closed map or unsupported platform
+                self._mmap = None
+
+
+class DaskRowSource(RowSource):
+    """A :class:`RowSource` over a dask array: each batch is ``X[idx].compute()``."""
+
+    def _read_rows(self, idx):
+        return np.asarray(self.data[idx].compute())
+
+    def _read_slice(self, start, stop):
+        return np.asarray(self.data[start:stop].compute())
+
+
+class _ColumnView:
+    """``X[:, cols]`` of a :class:`RowSource`, read lazily (rows, then columns)."""
+
+    ndim = 2
+
+    def __init__(self, source, cols):
+        cols = np.arange(source.shape[1])[cols]
+        self.source = source
+        self.cols = np.asarray(cols, dtype=np.intp).ravel()
+        self.shape = (source.shape[0], len(self.cols))
+        self.dtype = source.dtype
+
+    @property
+    def itemsize(self):
+        return self.dtype.itemsize
+
+    def __len__(self):
+        return self.shape[0]
+
+    def gather(self, idx):
+        return np.ascontiguousarray(self.source.gather(idx)[:, self.cols])
+
+    def iter_chunks(self, chunk_bytes=None):
+        for start, block in self.source.iter_chunks(chunk_bytes):
+            yield start, np.ascontiguousarray(block[:, self.cols])
+
+    def squared_row_norms(self):
+        # ``block[:, cols]`` as the in-memory ``X[:, cols]``: numpy lays a
+        # column selection out column-major, and einsum's summation order
+        # (hence the last bits of each norm) follows the layout.
+        out = np.empty(self.shape[0], dtype=self.dtype)
+        for start, block in self.source.iter_chunks():
+            sub = block[:, self.cols]
+            out[start:start + len(block)] = np.einsum("ij,ij->i", sub, sub)
+        return out
+
+    def __getitem__(self, key):
+        if isinstance(key, tuple):
+            raise TypeError(f"A column view supports X[idx] only; got X[{key!r}].")
+        return self.gather(key)
+
+    def __array__(self, dtype=None, copy=None):
+        # Materialises these columns only (e.g. the public columns for a
+        # free public pretraining fit); never the whole source.
+        out = np.empty(self.shape, dtype=self.dtype)
+        for start, block in self.iter_chunks():
+            out[start:start + len(block)] = block
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+
+def as_row_source(X, estimator_name="estimator", release_bytes=None):
+    """Wrap a 2-D ``numpy.memmap`` or dask array in a :class:`RowSource`.
+
+    Checks what can be checked without reading the data: two dimensions,
+    known shape, at least one row and one column, a numeric dtype (integer,
+    bool and float16 data are gathered as float64, as ``check_array`` would
+    convert them). Reading the data is left to :func:`validate_row_source`.
+    """
+    ndim = len(X.shape)
+    if ndim != 2:
+        raise ValueError(
+            f"Expected a 2D array for X of {estimator_name}, got a {ndim}D "
+            f"{type(X).__name__} of shape {X.shape!r}. Reshape it to (n_samples, n_features)."
+        )
+    if any(not np.isfinite(s) for s in X.shape):
+        raise ValueError(
+            f"X of {estimator_name} is a dask array of unknown shape {X.shape!r}. "
+            "Call X.compute_chunk_sizes() first."
+        )
+    n_samples, n_features = (int(s) for s in X.shape)
+    if n_samples < 1:
+        raise ValueError(
+            f"Found array with {n_samples} sample(s) (shape={X.shape!r}) while a minimum "
+            f"of 1 is required by {estimator_name}."
+        )
+    if n_features < 1:
+        raise ValueError(
+            f"Found array with {n_features} feature(s) (shape={X.shape!r}) while a minimum "
+            f"of 1 is required by {estimator_name}."
+        )
+    dtype = _training_dtype(X.dtype, estimator_name)
+    if isinstance(X, np.memmap):
+        return MemmapRowSource(X, dtype, release_bytes=release_bytes)
+    if is_dask_array(X):
+        return DaskRowSource(X, dtype)
+    raise TypeError(f"X of type {type(X).__name__} is not an out-of-core array.")
+
+
+def validate_row_source(estimator, X, y, release_bytes=None):
+    """Out-of-core twin of ``validate_data(estimator, X, y)`` plus the row-norm check.
+
+    Runs every check the in-memory path runs (finite values, the overflow
+    bound of :func:`~sklearn_fdp._validation.check_row_norms_finite`, the
+    target checks, ``n_features_in_``), reading ``X`` once in chunks; the
+    squared row norms are computed in the same pass and cached on the
+    source. Returns ``(source, y)``.
+    """
+    from ._validation import (
+        _assert_all_finite,
+        _check_feature_names,
+        _check_n_features,
+        _check_y,
+        check_consistent_length,
+        check_row_norms_finite,
+    )
+
+    name = type(estimator).__name__
+    _check_feature_names(estimator, X, reset=True)
+    source = as_row_source(X, name, release_bytes=release_bytes)
+    y = _check_y(y, multi_output=False, y_numeric=False, estimator=estimator)
+    check_consistent_length(X, y)
+    norms = np.empty(source.shape[0], dtype=source.dtype)
+    for start, block in source.iter_chunks():
+        _assert_all_finite(block, allow_nan=False, input_name="X", estimator_name=name)
+        check_row_norms_finite(block, name)
+        norms[start:start + len(block)] = np.einsum("ij,ij->i", block, block)
+    source._row_norms_sq = norms
+    _check_n_features(estimator, X, reset=True)
+    return source, y
