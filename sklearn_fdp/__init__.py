@@ -1,6 +1,16 @@
 """sklearn_fdp: scikit-learn estimators trained with (feature) differential privacy."""
 
-from . import accounting, audit, datasets, exceptions, features, model_selection, plotting, preprocessing
+from . import (
+    accounting,
+    audit,
+    datasets,
+    exceptions,
+    features,
+    model_selection,
+    pipeline,
+    plotting,
+    preprocessing,
+)
 from ._report import PrivacyReport, privacy_report
 from .exceptions import BudgetExceededError, FdpWarning, PrivacyLeakWarning
 from .linear import (
@@ -32,6 +42,7 @@ __all__ = [
     "exceptions",
     "features",
     "model_selection",
+    "pipeline",
     "plotting",
     "preprocessing",
     "privacy_report",

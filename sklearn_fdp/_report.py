@@ -24,7 +24,9 @@ def _is_fitted(est):
 
 
 def _feature_names(est, idx):
-    names = getattr(est, "feature_names_in_", None)
+    names = getattr(est, "feature_names_", None)  # also set from fit(feature_names=...)
+    if names is None:
+        names = getattr(est, "feature_names_in_", None)
     if names is None:
         return [f"x{int(i)}" for i in idx]
     return [str(names[int(i)]) for i in idx]
@@ -141,6 +143,23 @@ def _walk(est, name, out):
     out.append((name, est, "nonprivate" if _learns_from_data(est) else "free"))
 
 
+def _preprocessing_audit(est):
+    """``({id(step): PreprocessingStep}, split input columns, protected input
+    columns)`` for the pipeline in ``est`` (:func:`sklearn_fdp.pipeline.audit_preprocessing`)."""
+    from .pipeline import _trace
+
+    if _is_search(est):
+        if hasattr(est, "best_estimator_"):
+            return _preprocessing_audit(est.best_estimator_)
+    elif getattr(est, "steps", None):
+        try:
+            steps, split, protected = _trace(est)
+        except Exception:  # noqa: BLE001 - untraceable: keep the conservative verdicts
+            return {}, [], None
+        return {id(s.estimator): s for s in steps}, split, protected
+    return {}, [], None
+
+
 def _relation(est):
     return getattr(est, "neighboring_", None) or getattr(est, "neighboring", "add_remove")
 
@@ -238,6 +257,9 @@ class PrivacyReport:
                     f"delta; protects {s['protected_unit']}")
             elif s["kind"] == "free":
                 lines.append(f"    {s['name']} ({s['estimator']}): data-independent, free")
+            elif s["kind"] == "public":
+                lines.append(f"    {s['name']} ({s['estimator']}): learnt from public "
+                             "columns only, free")
             else:
                 lines.append(f"    {s['name']} ({s['estimator']}): NOT PRIVATE")
         for w in self.warnings:
@@ -311,9 +333,23 @@ def privacy_report(estimator, delta=None, *, pld=True):
                          "events are not composed (totals n/a)")
     steps = []
     units = []
+    audit, split, protected_inputs = _preprocessing_audit(estimator)
+    if split:
+        warnings_.append(
+            f"input column(s) {split!r} feed both protected and public columns of the "
+            "final step: the public ones reveal them, the fitted pipeline is NOT private "
+            "for them")
     for name, est, kind in items:
         label = name or type(est).__name__
+        found = audit.get(id(est)) if kind in ("nonprivate", "free") else None
+        if found is not None and kind == "nonprivate" and found.status in ("public", "free"):
+            kind = found.status  # traced: learnt from public columns only, or nothing
+        mixes = found is not None and found.status == "mix"
+        if mixes:
+            kind = "nonprivate"  # e.g. Normalizer: public outputs depend on private ones
         row = {"name": label, "estimator": type(est).__name__, "kind": kind}
+        if found is not None and found.status in ("leak", "mix"):
+            row["columns"] = list(found.columns)
         if kind == "private":
             code, unit = protected_unit(est)
             units.append((code, unit))
@@ -323,6 +359,17 @@ def privacy_report(estimator, delta=None, *, pld=True):
                 epsilon_rdp=_safe_epsilon(est.dp_event_, delta, "rdp", rel),
                 neighboring=rel, protected_unit=unit, unit=code,
                 dp_event=repr(est.dp_event_))
+        elif mixes:
+            warnings_.append(
+                f"step {label!r} ({type(est).__name__}) divides every column by the row "
+                f"norm, which includes protected column(s) {row['columns']!r}: the public "
+                "columns depend on protected values, so the fitted pipeline is NOT private "
+                "(unless the protected columns add the same to every row's norm)")
+        elif kind == "nonprivate" and "columns" in row:
+            warnings_.append(
+                f"step {label!r} ({type(est).__name__}) learnt from protected "
+                f"column(s) {row['columns']!r} without differential privacy: the fitted "
+                "pipeline is NOT private")
         elif kind == "nonprivate":
             warnings_.append(
                 f"step {label!r} ({type(est).__name__}) learnt from the training data "
@@ -345,10 +392,15 @@ def privacy_report(estimator, delta=None, *, pld=True):
         eps_rdp = eps_pld = math.inf
         warnings_.append("no private step: nothing here is differentially private")
     private_only = (eps_rdp, eps_pld)
-    if any(k in ("nonprivate", "search") for _, _, k in items):
+    if split or any(s["kind"] in ("nonprivate", "search") for s in steps):
         eps_rdp = math.inf if eps_rdp is not None else None
         eps_pld = math.inf if eps_pld is not None else None
     unit = (max(units, key=lambda u: _UNIT_ORDER[u[0]])[1] if units else "none")
+    narrowest = max(units, key=lambda u: _UNIT_ORDER[u[0]])[0] if units else None
+    if protected_inputs and narrowest in ("features", "features+label"):
+        # A traced pipeline: name the protected columns of its input too.
+        shown = ", ".join(protected_inputs[:8]) + (", ..." if len(protected_inputs) > 8 else "")
+        unit += f"; pipeline input columns protected: [{shown}]"
     if len({c for c, _ in units}) > 1:
         unit += " (the narrowest unit protected by every private step)"
     common = _common_protected([e for _, e in private])

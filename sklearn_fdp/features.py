@@ -6,15 +6,20 @@ while its public part Ψ(x) may leak. Estimators take the split as either
 
 * column indices (``int``, negative allowed),
 * a boolean mask of length ``n_features``,
-* column names (``str``), matched against ``feature_names_in_``. A name that
+* column names (``str``), matched against ``feature_names_in_`` (or the
+  names passed to ``fit`` as ``feature_names``, which
+  :class:`sklearn_fdp.pipeline.PrivatePipeline` does). A name that
   is not itself a column name also matches the columns that scikit-learn's
-  encoders derive from it: every output column starting with ``f"{name}_"``
-  (``OneHotEncoder``) or ``f"cat__{name}_"`` (a ``ColumnTransformer`` step
-  named ``"cat"``), and the columns ``f"num__{name}"`` and
-  ``f"remainder__{name}"``. So ``"sex"`` selects ``"cat__sex_Male"`` and
-  ``"cat__sex_Female"``. Prefix matching is loose: check the resolved
-  columns (the estimator stores them in ``public_features_`` and
-  ``private_features_``);
+  transformers derive from it: a column matches when it, or its part after
+  any ``"__"`` (the separator ``ColumnTransformer`` and ``FeatureUnion``
+  put after a step name), is the name or starts with ``f"{name}_"``
+  (``OneHotEncoder``). So ``"sex"`` selects ``"cat__sex_Male"`` and
+  ``"cat__sex_Female"``, ``"age"`` selects ``"num__age"`` and
+  ``"pub_num__age"``. Prefix matching is loose (``"sex"`` also matches a
+  column ``"sex_ratio"``): check the resolved columns (the estimator stores
+  them in ``public_features_`` and ``private_features_``); over-matching a
+  private name only protects more, and ``PrivatePipeline`` warns when an
+  input column ends up both protected and public;
 * a callable ``name -> bool`` applied to every column name.
 
 The result is a boolean ``public_mask`` of length ``n_features``.
@@ -24,17 +29,35 @@ from numbers import Integral
 
 import numpy as np
 
-__all__ = ["resolve_feature_spec"]
+__all__ = ["resolve_feature_spec", "spec_feature_names"]
+
+
+# What to do when a spec names columns but X has none (e.g. the array a
+# ColumnTransformer hands the last step of a plain Pipeline).
+_NO_NAMES_FIX = (
+    "In a Pipeline the last step gets an array without column names: build it "
+    "with sklearn_fdp.pipeline.make_private_pipeline (passes the transformed "
+    "column names, sparse output included), or call .set_output(transform='pandas') "
+    "on the pipeline (dense output only). Otherwise fit on a DataFrame with string "
+    "column names, pass feature_names to fit, or give column indices or a boolean mask."
+)
 
 
 def _name_matches(spec_name, names):
-    """Indices of the columns a (non-exact) name stands for."""
-    prefixes = (f"{spec_name}_", f"cat__{spec_name}_")
-    exact = {f"num__{spec_name}", f"remainder__{spec_name}"}
-    return [
-        i for i, col in enumerate(names)
-        if col.startswith(prefixes) or col in exact
-    ]
+    """Indices of the columns a (non-exact) name stands for.
+
+    A column matches when it, or its part after any ``"__"`` (the separator of
+    ColumnTransformer / FeatureUnion step names), is the name or starts with
+    ``f"{name}_"`` (a one-hot output).
+    """
+    prefix = f"{spec_name}_"
+
+    def matches(col):
+        parts = col.split("__")
+        tails = ["__".join(parts[k:]) for k in range(len(parts))]
+        return any(t == spec_name or t.startswith(prefix) for t in tails)
+
+    return [i for i, col in enumerate(names) if matches(col)]
 
 
 def _select(spec, param, n_features, feature_names, estimator_name):
@@ -46,8 +69,7 @@ def _select(spec, param, n_features, feature_names, estimator_name):
         if names is None:
             raise ValueError(
                 f"{where} is a callable, which is applied to column names, but X has "
-                "no feature names. Fit on a DataFrame with string column names, or "
-                "give column indices or a boolean mask."
+                f"no feature names. {_NO_NAMES_FIX}"
             )
         selected = np.array([bool(spec(c)) for c in names], dtype=bool)
         return selected
@@ -88,8 +110,7 @@ def _select(spec, param, n_features, feature_names, estimator_name):
         if names is None:
             raise ValueError(
                 f"{where} names columns ({entries!r}) but X has no feature names. "
-                "Fit on a DataFrame with string column names, or give column "
-                "indices or a boolean mask."
+                f"{_NO_NAMES_FIX}"
             )
         position = {c: i for i, c in enumerate(names)}
         unknown = []
@@ -106,8 +127,8 @@ def _select(spec, param, n_features, feature_names, estimator_name):
             shown = names if len(names) <= 20 else names[:20] + ["..."]
             raise ValueError(
                 f"{where} names unknown columns {unknown!r}. X's columns are "
-                f"{shown!r}; a name also matches the encoder outputs "
-                "'<name>_*', 'cat__<name>_*', 'num__<name>' and 'remainder__<name>'. "
+                f"{shown!r}; a name also matches the transformer outputs "
+                "'<name>_*', '<step>__<name>' and '<step>__<name>_*'. "
                 "Fix the names or give column indices."
             )
         return selected
@@ -169,3 +190,57 @@ def resolve_feature_spec(public_features, private_features, n_features, feature_
             "or declare some private features, or set label_public=False (label DP)."
         )
     return public_mask
+
+
+def spec_feature_names(estimator, n_features, feature_names):
+    """Column names to resolve a feature spec with: X's own, or those passed to ``fit``.
+
+    ``feature_names`` is the ``fit`` parameter of the FDP estimators, which
+    :class:`sklearn_fdp.pipeline.PrivatePipeline` fills with the names of its
+    transformers' output when they hand the last step an array without
+    names (e.g. a sparse one-hot matrix). They only serve to resolve
+    ``public_features``/``private_features``; they do not become
+    ``feature_names_in_``, so ``predict`` on an array does not warn.
+
+    Parameters
+    ----------
+    estimator : estimator
+        Validated on ``X`` already (``feature_names_in_`` set when X had names).
+    n_features : int
+        Number of columns of X.
+    feature_names : sequence of str or None
+        The ``fit`` parameter.
+
+    Returns
+    -------
+    names : ndarray of object or None
+        ``feature_names_in_`` if X had names, else ``feature_names``, else None.
+
+    Raises
+    ------
+    ValueError
+        ``feature_names`` not a sequence of ``n_features`` strings, or
+        different from X's own column names.
+    """
+    names_in = getattr(estimator, "feature_names_in_", None)
+    if feature_names is None:
+        return names_in
+    est = type(estimator).__name__
+    if isinstance(feature_names, str) or not hasattr(feature_names, "__len__"):
+        raise ValueError(
+            f"`feature_names` passed to {est}.fit must be a sequence of {n_features} "
+            f"column names, got {feature_names!r}."
+        )
+    names = list(feature_names)
+    if len(names) != n_features or not all(isinstance(c, str) for c in names):
+        raise ValueError(
+            f"`feature_names` passed to {est}.fit must be {n_features} strings, one per "
+            f"column of X; got {len(names)} entries of types "
+            f"{sorted({type(c).__name__ for c in names})}."
+        )
+    if names_in is not None and [str(c) for c in names_in] != names:
+        raise ValueError(
+            f"`feature_names` passed to {est}.fit differ from X's own column names "
+            f"({list(names_in)[:5]!r}...). Leave feature_names=None when X is a DataFrame."
+        )
+    return np.asarray(names, dtype=object)

@@ -1,0 +1,358 @@
+"""PrivatePipeline: original column names through a ColumnTransformer, and leak checks."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.compose import ColumnTransformer
+from sklearn.feature_selection import SelectKBest
+from sklearn.frozen import FrozenEstimator
+from sklearn.impute import SimpleImputer
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import FeatureUnion, Pipeline, make_pipeline
+from sklearn.preprocessing import FunctionTransformer, Normalizer, OneHotEncoder, StandardScaler
+
+from sklearn_fdp import (
+    DPSGDClassifier,
+    FeatureDPLogisticRegression,
+    PrivacyLeakWarning,
+    privacy_report,
+)
+from sklearn_fdp.pipeline import PrivatePipeline, audit_preprocessing, make_private_pipeline
+from sklearn_fdp.preprocessing import PrivateMeanCenterer
+
+SEX, RACE, WORK = ["F", "M"], ["a", "b", "c"], ["p", "q", "r", "s"]
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    n = 300
+    X = pd.DataFrame({
+        "age": rng.uniform(20, 60, n),
+        "hours": rng.uniform(0, 1, n),
+        "sex": rng.choice(SEX, n),
+        "race": rng.choice(RACE, n),
+        "work": rng.choice(WORK, n),
+        "gain": rng.exponential(1.0, n),
+    })
+    y = ((X["hours"] > 0.5) ^ (X["sex"] == "F")).astype(int).to_numpy()
+    return X, y
+
+
+def _clf(**kw):
+    kw = {"private_features": ["sex", "race"], "epsilon": 5.0, "delta": 1e-3,
+          "epochs": 1.0, "accountant": "rdp", "random_state": 0, **kw}
+    return FeatureDPLogisticRegression(**kw)
+
+
+def _ct(*, sex_categories="explicit", private_num=None, sparse=False):
+    """ColumnTransformer: public numerics scaled, categoricals one-hot."""
+    if sex_categories == "explicit":
+        cat = OneHotEncoder(categories=[SEX, RACE, WORK], sparse_output=sparse)
+    else:
+        cat = OneHotEncoder(sparse_output=sparse)
+    return ColumnTransformer(
+        [("num", StandardScaler(), ["age", "hours"] + ([private_num] if private_num else [])),
+         ("cat", cat, ["sex", "race", "work"])],
+        sparse_threshold=1.0 if sparse else 0.0,
+    )
+
+
+def test_original_names_resolve_to_one_hot_columns(data):
+    X, y = data
+    pipe = PrivatePipeline([("prep", _ct()), ("clf", _clf())]).fit(X, y)
+    clf = pipe[-1]
+    names = list(pipe[:-1].get_feature_names_out())
+    assert list(clf.feature_names_) == names
+    expected = [names.index(c) for c in ("cat__sex_F", "cat__sex_M", "cat__race_a",
+                                         "cat__race_b", "cat__race_c")]
+    assert clf.private_features_.tolist() == expected
+    assert not clf.public_mask_[expected].any() and clf.public_mask_.sum() == len(names) - 5
+    # Names are for the spec only: predicting on an array warns about nothing.
+    assert not hasattr(clf, "feature_names_in_")
+    assert pipe.predict(X).shape == (len(y),)
+    assert all(s.status in ("public", "free") for s in pipe.preprocessing_audit_)
+
+
+def test_sparse_output(data):
+    X, y = data
+    pipe = make_private_pipeline(_ct(sparse=True), _clf())
+    assert sp.issparse(pipe[:-1].fit_transform(X))
+    pipe.fit(X, y)
+    clf = pipe[-1]
+    names = [str(n) for n in clf.feature_names_]
+    assert [names[i] for i in clf.private_features_] == [
+        "cat__sex_F", "cat__sex_M", "cat__race_a", "cat__race_b", "cat__race_c"]
+    assert np.isfinite(pipe.predict_proba(X)).all()
+
+
+def test_unknown_name_errors_naming_it(data):
+    X, y = data
+    pipe = make_private_pipeline(_ct(), _clf(private_features=["sex", "religion"]))
+    with pytest.raises(ValueError, match=r"unknown columns \['religion'\]"):
+        pipe.fit(X, y)
+
+
+def test_plain_pipeline_without_names_says_how_to_fix(data):
+    X, y = data
+    with pytest.raises(ValueError, match="make_private_pipeline.*set_output"):
+        make_pipeline(_ct(), _clf()).fit(X, y)
+
+
+def test_plain_pipeline_with_pandas_output(data):
+    X, y = data
+    pipe = make_pipeline(_ct(), _clf()).set_output(transform="pandas").fit(X, y)
+    clf = pipe[-1]
+    assert [str(clf.feature_names_in_[i]) for i in clf.private_features_] == [
+        "cat__sex_F", "cat__sex_M", "cat__race_a", "cat__race_b", "cat__race_c"]
+    # privacy_report traces the plain pipeline too: public-side scaling is free.
+    report = privacy_report(pipe)
+    kinds = {s["name"]: s["kind"] for s in report.steps}
+    assert kinds["columntransformer__num"] == "public"
+    assert report.is_private
+
+
+def test_scaler_on_private_numeric_warns_naming_step_and_column(data):
+    X, y = data
+    pipe = PrivatePipeline([("prep", _ct(private_num="gain")),
+                            ("clf", _clf(private_features=["sex", "race", "gain"]))])
+    # "gain" is scaled with "age" and "hours" in one StandardScaler; only "gain"
+    # is protected, so only its mean and variance leak.
+    with pytest.warns(PrivacyLeakWarning,
+                      match=r"'prep__num' \(StandardScaler\).*\['gain'\]") as record:
+        pipe.fit(X, y)
+    assert len(record) == 1
+    leak = [s for s in pipe.preprocessing_audit_ if s.status == "leak"]
+    assert [(s.name, s.columns) for s in leak] == [("prep__num", ["gain"])]
+    report = privacy_report(pipe)
+    assert not report.is_private
+    assert any("'prep__num'" in w and "['gain']" in w for w in report.warnings)
+
+
+def test_auto_categories_on_private_column_warn(data):
+    X, y = data
+    ct = ColumnTransformer([
+        ("num", StandardScaler(), ["age", "hours"]),
+        ("sex", OneHotEncoder(), ["sex"]),  # categories learnt from the data
+        ("cat", OneHotEncoder(categories=[RACE, WORK]), ["race", "work"]),
+    ])
+    pipe = make_private_pipeline(ct, _clf())
+    with pytest.warns(PrivacyLeakWarning, match=r"'columntransformer__sex' \(OneHotEncoder\)"
+                                                r".*\['sex'\]") as record:
+        pipe.fit(X, y)
+    assert len(record) == 1
+
+
+def test_auto_categories_only_on_public_columns_is_free(data):
+    X, y = data
+    ct = ColumnTransformer([
+        ("num", StandardScaler(), ["age", "hours"]),
+        ("cat", OneHotEncoder(categories=[SEX, RACE]), ["sex", "race"]),
+        ("work", OneHotEncoder(), ["work"]),  # categories learnt from a public column
+    ])
+    pipe = make_private_pipeline(ct, _clf())
+    pipe.fit(X, y)  # FdpWarning is an error under the test config: none raised
+    statuses = {s.name: s.status for s in pipe.preprocessing_audit_}
+    assert statuses == {"columntransformer__num": "public", "columntransformer__cat": "free",
+                        "columntransformer__work": "public"}
+
+
+def test_no_warning_for_clean_pipeline_and_report(data):
+    X, y = data
+    pipe = make_private_pipeline(_ct(), _clf()).fit(X, y)
+    report = privacy_report(pipe)
+    assert report.is_private
+    assert report.warnings == []
+    assert "learnt from public columns only, free" in str(report)
+    assert "cat__sex_F" in report.protected_unit
+
+
+def test_nested_pipeline_imputer_on_private_column(data):
+    X, y = data
+    sex = Pipeline([("impute", SimpleImputer(strategy="most_frequent")),
+                    ("onehot", OneHotEncoder(categories=[SEX]))])
+    ct = ColumnTransformer([("num", StandardScaler(), ["age", "hours"]),
+                            ("sex", sex, ["sex"]),
+                            ("cat", OneHotEncoder(categories=[RACE, WORK]), ["race", "work"])])
+    with pytest.warns(PrivacyLeakWarning, match=r"'columntransformer__sex__impute'.*\['sex'\]"):
+        make_private_pipeline(ct, _clf()).fit(X, y)
+
+
+def test_private_and_frozen_steps_are_not_leaks(data):
+    X, y = data
+    Xn = X[["age", "hours"]].to_numpy() / 60.0
+    scaler = FrozenEstimator(StandardScaler().fit(Xn))  # fitted elsewhere (public data)
+    pipe = PrivatePipeline([
+        ("center", PrivateMeanCenterer(epsilon=1.0, delta=1e-4, norm_bound=1.0)),
+        ("frozen", scaler),
+        ("clf", _clf(private_features=[0])),
+    ])
+    pipe.fit(Xn, y)
+    statuses = [s.status for s in pipe.preprocessing_audit_]
+    assert statuses == ["private", "free"]
+    report = privacy_report(pipe)
+    assert len([s for s in report.steps if s["kind"] == "private"]) == 2
+
+
+def test_supervised_step_leaks_a_private_label(data):
+    X, y = data
+    Xn = X[["age", "hours"]].to_numpy() / 60.0
+    free = FunctionTransformer(feature_names_out="one-to-one")
+    # Label DP (every feature public, label private): selecting by F-scores
+    # against y publishes a statistic of the label.
+    pipe = PrivatePipeline([("free", free), ("select", SelectKBest(k="all")),
+                            ("clf", _clf(private_features=[], label_public=False))])
+    with pytest.warns(PrivacyLeakWarning, match=r"'select' \(SelectKBest\) learnt from the label"):
+        pipe.fit(Xn, y)
+    assert [s.status for s in pipe.preprocessing_audit_] == ["free", "leak"]
+    # Public label, private column 0: the F-score of column 0 leaks it.
+    pipe.set_params(clf__label_public=True, clf__private_features=[0])
+    with pytest.warns(PrivacyLeakWarning, match=r"column\(s\) \['x0'\]"):
+        pipe.fit(Xn, y)
+
+
+def test_clone_and_grid_search(data):
+    X, y = data
+    pipe = make_private_pipeline(_ct(sparse=True), _clf())
+    assert clone(pipe).get_params()["featuredplogisticregression__private_features"] == [
+        "sex", "race"]
+    search = GridSearchCV(pipe, {"featuredplogisticregression__epsilon": [3.0, 8.0]},
+                          cv=2).fit(X, y)
+    best = search.best_estimator_
+    assert isinstance(best, PrivatePipeline)
+    assert len(best[-1].private_features_) == 5
+    report = privacy_report(search)
+    assert not report.is_private
+    assert any("PrivateRandomizedSearchCV" in w for w in report.warnings)
+    assert privacy_report(best).is_private
+
+
+def test_feature_names_fit_parameter_validated(data):
+    X, y = data
+    Xn = X[["age", "hours"]].to_numpy() / 60.0
+    clf = _clf(private_features=["age"])
+    clf.fit(Xn, y, feature_names=["age", "hours"])
+    assert clf.private_features_.tolist() == [0]
+    with pytest.raises(ValueError, match="must be 2 strings"):
+        _clf(private_features=["age"]).fit(Xn, y, feature_names=["age"])
+    with pytest.raises(ValueError, match="differ from X's own column names"):
+        _clf(private_features=["age"]).fit(X[["age", "hours"]] / 60.0, y,
+                                           feature_names=["hours", "age"])
+    # A failed fit leaves the estimator as it was (atomic_fit).
+    assert clf.private_features_.tolist() == [0]
+
+
+def test_mlp_in_private_pipeline(data):
+    pytest.importorskip("torch")
+    from sklearn_fdp import MLPFeatureDP
+
+    X, y = data
+    mlp = MLPFeatureDP(hidden_layer_sizes=(4,), private_features=["sex"], epsilon=5.0,
+                       delta=1e-3, epochs=1, random_state=0)
+    pipe = make_private_pipeline(_ct(), mlp).fit(X, y)
+    assert [str(pipe[-1].feature_names_[i]) for i in pipe[-1].private_features_] == [
+        "cat__sex_F", "cat__sex_M"]
+
+
+def test_audit_of_non_private_pipeline_is_empty(data):
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = data
+    pipe = make_pipeline(_ct(), LogisticRegression()).fit(X, y)
+    assert audit_preprocessing(pipe) == []
+
+
+def test_normalizer_after_private_numeric_mixes(data):
+    X, y = data
+    ct = ColumnTransformer([("num", FunctionTransformer(np.tanh, feature_names_out="one-to-one"),
+                             ["hours", "gain"])])
+    pipe = PrivatePipeline([("prep", ct), ("norm", Normalizer()),
+                            ("clf", _clf(private_features=["gain"]))])
+    with pytest.warns(PrivacyLeakWarning, match=r"'norm' \(Normalizer\).*\['num__gain'\]"):
+        pipe.fit(X, y)
+    assert [s.status for s in pipe.preprocessing_audit_] == ["free", "mix"]
+    report = privacy_report(pipe)
+    assert not report.is_private and any("row norm" in w for w in report.warnings)
+    # Record-level DP protects every column: nothing public to mix into.
+    pipe.set_params(clf=DPSGDClassifier(epsilon=3.0, delta=1e-3, epochs=1,
+                                        random_state=0)).fit(X, y)
+    assert [s.status for s in pipe.preprocessing_audit_] == ["free", "free"]
+
+
+def test_feature_union_traced_per_part(data):
+    X, y = data
+    union = FeatureUnion([("scaled", StandardScaler()),
+                          ("raw", FunctionTransformer(feature_names_out="one-to-one"))])
+    ct = ColumnTransformer([("num", union, ["age", "gain"]),
+                            ("cat", OneHotEncoder(categories=[SEX]), ["sex"])])
+    pipe = make_private_pipeline(ct, _clf(private_features=["sex"]))
+    pipe.fit(X, y)  # the scaler sees public columns only: no warning
+    statuses = {s.name: s.status for s in pipe.preprocessing_audit_}
+    assert statuses["columntransformer__num__scaled"] == "public"
+    pipe.set_params(featuredplogisticregression__private_features=[
+        "sex", "num__scaled__gain", "num__raw__gain"])
+    with pytest.warns(PrivacyLeakWarning, match=r"'columntransformer__num__scaled'.*\['gain'\]"):
+        pipe.fit(X, y)
+
+
+def test_column_both_protected_and_public_warns(data):
+    X, y = data
+    # Only one of the two one-hot columns of 'sex' protected: the other reveals it.
+    pipe = make_private_pipeline(_ct(), _clf(private_features=["cat__sex_F"]))
+    with pytest.warns(PrivacyLeakWarning, match=r"Input column\(s\) \['sex'\] feed both"):
+        pipe.fit(X, y)
+    report = privacy_report(pipe)
+    assert not report.is_private and any("['sex'] feed both" in w for w in report.warnings)
+
+
+@pytest.mark.slow
+def test_adult_pipeline_example_runs():
+    """examples/adult_pipeline.py runs end to end (about 30 s: Adult, 13 fits)."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    out = subprocess.run([sys.executable, str(root / "examples" / "adult_pipeline.py")],
+                         capture_output=True, text=True, env=env, cwd=root, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    text = out.stdout
+    assert "'columntransformer__num' (StandardScaler)" in text
+    assert "['sex', 'race', 'marital-status', 'relationship']" in text
+    assert "22 of them protected" in text
+    assert "GridSearchCV (GridSearchCV): NOT PRIVATE" in text
+    # The selected pipeline's own report: finite epsilon, every step free or private.
+    final_report = text.rsplit("Privacy report", 1)[1]
+    assert "NOT PRIVATE" not in final_report and "total epsilon: RDP 1," in final_report
+
+
+def test_step_without_feature_names(data):
+    X, y = data
+    Xn = X[["age", "hours"]].to_numpy() / 60.0
+    nameless = FunctionTransformer(np.tanh)  # no feature_names_out
+    # Indices need no names.
+    pipe = make_private_pipeline(nameless, _clf(private_features=[0])).fit(Xn, y)
+    assert pipe[-1].feature_names_ is None
+    with pytest.raises(ValueError, match="could not compute the column names"):
+        make_private_pipeline(nameless, _clf(private_features=["x0"])).fit(Xn, y)
+
+
+def test_metadata_routing_enabled(data):
+    import sklearn
+
+    X, y = data
+    with sklearn.config_context(enable_metadata_routing=True):
+        pipe = make_private_pipeline(_ct(), _clf()).fit(X, y)
+    assert len(pipe[-1].private_features_) == 5
+
+
+def test_report_names_protected_input_columns(data):
+    X, y = data
+    pipe = make_private_pipeline(_ct(), _clf()).fit(X, y)
+    assert pipe.protected_input_columns_ == ["sex", "race"]
+    unit = privacy_report(pipe).protected_unit
+    assert unit.endswith("pipeline input columns protected: [sex, race]")
