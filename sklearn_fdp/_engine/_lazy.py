@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from .._kernels import csr_scatter_add, flush, lazy_clipped_residuals
+from .._progress import progress_reporter
 from ._linear import LinearGradientOracle
 from ._noise import NormalStream
 from ._samplers import PoissonSampler
@@ -106,6 +107,7 @@ def run_lazy_sparse(theta0, oracle, n_samples, config, *, sample_rng, noise_rng,
     residuals = np.empty((0, k), dtype=np.float64)
     cols = np.empty(0, dtype=np.int64)
 
+    report = progress_reporter(cfg.steps)  # None unless a progress hook is installed
     with NormalStream(noise_rng) if noise_std > 0 else _NoNormals() as normals:
         for f, g in zip(starts[:-1], starts[1:]):
             q0, q1, q2 = _block_prefix_sums(c2, f, g)
@@ -137,6 +139,8 @@ def run_lazy_sparse(theta0, oracle, n_samples, config, *, sample_rng, noise_rng,
             # Flush: every coordinate's pending noise up to the block's end.
             used = flush(S, k, g, f, q0, q1, q2, tail, normals.view(d * per_coord))
             normals.advance(used)
+            if report is not None:
+                report(g)
 
     theta = np.empty(theta0.shape, dtype=theta0.dtype)
     n_avg = cfg.steps - t0

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._progress import progress_reporter
 from ._lazy import lazy_noise_applies, run_lazy_sparse
 from ._noise import NoiseStream
 from ._samplers import PoissonSampler
@@ -165,6 +166,7 @@ def run_dp_sgd(
     noise = None
     if noise_fn is None and noise_std > 0:
         noise = NoiseStream(noise_rng, theta.shape, theta.dtype, noise_std, noise_mask, cfg.steps)
+    report = progress_reporter(cfg.steps)  # None unless a progress hook is installed
     try:
         for t in range(cfg.steps):
             idx = sampler.sample()
@@ -196,6 +198,8 @@ def run_dp_sgd(
                     average += (theta - average) / n_averaged
             if callback is not None:
                 callback(t, theta)
+            if report is not None:
+                report(t + 1)
     finally:
         if noise is not None:
             noise.close()

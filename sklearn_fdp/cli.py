@@ -1,0 +1,822 @@
+"""The ``sklearn-fdp`` command line: train, evaluate and report on CSV files.
+
+::
+
+    sklearn-fdp train data.csv --target income --private sex,race \\
+        --categories sex='Female|Male' --epsilon 1 --delta 1e-5 --out model.skops
+    sklearn-fdp evaluate model.skops test.csv --target income
+    sklearn-fdp report model.skops
+
+``train`` fits ``Pipeline([("preprocess", ...), ("model", <estimator>)])`` and
+saves it with :mod:`skops.io`; ``evaluate`` and ``report`` load it with an
+explicit list of trusted types. Every usage or data error exits with status 2
+and a one-paragraph message on stderr that names the problem and its fix.
+
+Preprocessing is data-independent where the data are private:
+
+* a categorical column is one-hot encoded against a category list that comes
+  from the user (``--categories col=a|b|c`` or ``--schema``) when the column
+  is private. The set of categories that occur in a private column is itself
+  a statistic of the private data, so it is never read off them. Public
+  columns (only feature-DP models have any) may learn their categories from
+  the data: they are functions of the public part of the records, which
+  feature DP does not protect;
+* a numeric column is clipped to ``[lo, hi]`` and mapped to ``[0, 1]``
+  (``--bounds col=lo:hi``, or ``col=lo:hi:log`` for ``log1p`` scaling). The
+  bounds of private columns must be given; public columns may take their
+  minimum and maximum from the data. Boolean columns are numeric with
+  bounds 0:1;
+* every output column is then multiplied by ``1 / sqrt(k)`` for ``k`` input
+  columns, a constant, so that every row has L2 norm at most 1 (each input
+  column contributes at most 1 to the squared norm). Unlike a row
+  normaliser, this keeps every public output column a function of public
+  input columns only.
+
+The learnt category lists and bounds are stored as constants in the
+pipeline, so :func:`sklearn_fdp.privacy_report` sees data-independent steps.
+"""
+
+import argparse
+import copy
+import importlib
+import json
+import math
+import os
+import sys
+import warnings
+
+import numpy as np
+
+__all__ = ["main"]
+
+MODELS = {
+    "fdp-logreg": "FeatureDPLogisticRegression",
+    "dpsgd": "DPSGDClassifier",
+    "dpsgdf": "DPSGDFClassifier",
+    "fdp-mlp": "MLPFeatureDP",
+}
+FDP_MODELS = ("fdp-logreg", "fdp-mlp")
+
+# Functions the CLI puts into the pipelines it writes: the only functions a
+# model file may name.
+_CLI_FUNCTIONS = ("_scale_columns", "_as_strings", "_scale_constant")
+
+
+class CLIError(Exception):
+    """A usage or data error: printed without a traceback, exit status 2."""
+
+
+# -- transformers stored in the pipeline (module level: skops saves them by name) ----------
+
+
+def _scale_columns(X, lower, upper, log):
+    """Clip each column to ``[lower, upper]`` and map it to ``[0, 1]`` (``log1p`` if ``log``).
+
+    A constant column (``lower == upper``) maps to 0. No statistic of ``X`` is used.
+    """
+    X = np.clip(np.asarray(X, dtype=np.float64), lower, upper)
+    lo = np.where(log, np.log1p(np.maximum(lower, -1 + 1e-12)), lower)
+    hi = np.where(log, np.log1p(np.maximum(upper, -1 + 1e-12)), upper)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        values = np.where(log, np.log1p(np.where(log, X, 0.0)), X)
+        out = np.where(hi > lo, (values - lo) / np.where(hi > lo, hi - lo, 1.0), 0.0)
+    return out
+
+
+def _as_strings(X):
+    """Categories as strings (``3.0`` -> ``"3"``); missing values stay missing."""
+    X = np.asarray(X, dtype=object)
+    out = np.empty(X.shape, dtype=object)
+    for idx, v in np.ndenumerate(X):
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            out[idx] = np.nan
+        elif isinstance(v, (float, np.floating)) and float(v).is_integer():
+            out[idx] = str(int(v))
+        else:
+            out[idx] = str(v)
+    return out
+
+
+def _scale_constant(X, factor):
+    """Multiply every entry by a constant (the row-norm bound ``1 / sqrt(k)``)."""
+    return np.asarray(X, dtype=np.float64) * factor
+
+
+# -- argument parsing -----------------------------------------------------------------------
+
+
+def _positive_float(name, allow_zero=False):
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
+        if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+            bound = ">= 0" if allow_zero else "> 0"
+            raise argparse.ArgumentTypeError(
+                f"{name} must be a finite number {bound}, got {text!r}")
+        return value
+    return parse
+
+
+def _delta(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--delta must be a number, got {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(
+            f"--delta must be in (0, 1), got {text!r}; use e.g. 1e-5, well below 1/n_rows")
+    return value
+
+
+def _batch_size(text):
+    if text == "auto":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(
+            f"--batch-size must be a positive integer or 'auto', got {text!r}")
+    return value
+
+
+def _names(text):
+    return [c.strip() for c in text.split(",") if c.strip()]
+
+
+def _build_parser():
+    parser = argparse.ArgumentParser(
+        prog="sklearn-fdp",
+        description="Train, evaluate and report on differentially private classifiers "
+                    "from CSV files.")
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    tr = sub.add_parser(
+        "train", help="fit a private model on a CSV file and save it (.skops)",
+        description="Fit Pipeline(preprocess, model) on a CSV file and save it with skops. "
+                    "Private columns need --categories (categorical) or --bounds (numeric); "
+                    "see docs/cli.md.")
+    tr.add_argument("csv", help="training data, one header row")
+    tr.add_argument("--target", required=True, help="name of the label column")
+    tr.add_argument("--model", choices=list(MODELS), default="fdp-logreg",
+                    help="fdp-logreg: FeatureDPLogisticRegression; dpsgd: DPSGDClassifier; "
+                         "dpsgdf: DPSGDFClassifier; fdp-mlp: MLPFeatureDP "
+                         "(default: %(default)s)")
+    tr.add_argument("--private", type=_names, default=None, metavar="COLS",
+                    help="comma-separated columns to protect (feature-DP models); every "
+                         "other column is public")
+    tr.add_argument("--public", type=_names, default=None, metavar="COLS",
+                    help="comma-separated public columns (feature-DP models); every other "
+                         "column is protected. Give --private or --public, not both")
+    tr.add_argument("--label-public", action="store_true",
+                    help="treat the label as public (feature-DP models; default: protected)")
+    tr.add_argument("--drop", type=_names, default=[], metavar="COLS",
+                    help="comma-separated columns to ignore")
+    tr.add_argument("--categories", action="append", default=[], metavar="COL=A|B|C",
+                    help="category list of a categorical column (repeatable); required for "
+                         "private categorical columns")
+    tr.add_argument("--bounds", action="append", default=[], metavar="COL=LO:HI[:log]",
+                    help="clipping bounds of a numeric column (repeatable); required for "
+                         "private numeric columns")
+    tr.add_argument("--schema", default=None, metavar="JSON",
+                    help='JSON file {"categories": {col: [..]}, "bounds": {col: [lo, hi] or '
+                         '[lo, hi, "log"]}}; --categories/--bounds override it')
+    tr.add_argument("--epsilon", type=_positive_float("--epsilon"), default=1.0,
+                    help="privacy budget of the fit, > 0 (default: %(default)s)")
+    tr.add_argument("--delta", type=_delta, default=1e-5,
+                    help="delta of the guarantee, in (0, 1) (default: %(default)s)")
+    tr.add_argument("--epochs", type=_positive_float("--epochs"), default=None,
+                    help="passes over the data (default: the estimator's)")
+    tr.add_argument("--batch-size", type=_batch_size, default="auto",
+                    help="expected Poisson batch size or 'auto' (default: %(default)s)")
+    tr.add_argument("--max-grad-norm", type=_positive_float("--max-grad-norm"), default=1.0,
+                    help="per-example clip norm C (default: %(default)s)")
+    tr.add_argument("--random-state", type=int, default=None,
+                    help="seed of the batches and the noise (default: fresh randomness)")
+    tr.add_argument("--out", required=True, help="where to write the model (.skops)")
+    tr.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    ev = sub.add_parser("evaluate", help="score a saved model on a CSV file",
+                        description="Accuracy, balanced accuracy and log loss of a saved "
+                                    "model on a labelled CSV file.")
+    ev.add_argument("model", help="a .skops file written by 'sklearn-fdp train'")
+    ev.add_argument("csv", help="labelled data with the training columns")
+    ev.add_argument("--target", required=True, help="name of the label column")
+    ev.add_argument("--json", action="store_true", help="print a JSON object")
+
+    rp = sub.add_parser("report", help="privacy report of a saved model",
+                        description="What the saved model spent: sklearn_fdp.privacy_report.")
+    rp.add_argument("model", help="a .skops file written by 'sklearn-fdp train'")
+    rp.add_argument("--delta", type=_delta, default=None,
+                    help="delta of the totals (default: the model's)")
+    rp.add_argument("--json", action="store_true", help="print a JSON object")
+    return parser
+
+
+# -- reading data ---------------------------------------------------------------------------
+
+
+def _read_csv(path):
+    import pandas as pd
+
+    try:
+        frame = pd.read_csv(path, skipinitialspace=True)
+    except FileNotFoundError:
+        raise CLIError(f"CSV file {path!r} does not exist.") from None
+    except IsADirectoryError:
+        raise CLIError(f"{path!r} is a directory, not a CSV file.") from None
+    except pd.errors.EmptyDataError:
+        raise CLIError(f"CSV file {path!r} is empty: it needs a header row and data rows.") \
+            from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise CLIError(f"CSV file {path!r} could not be parsed: {exc}. Check the delimiter "
+                       "(a comma) and that every row has as many fields as the header.") \
+            from None
+    if len(frame) == 0:
+        raise CLIError(f"CSV file {path!r} has a header but no data rows.")
+    frame.columns = [str(c) for c in frame.columns]
+    return frame
+
+
+def _columns_hint(columns):
+    shown = list(columns)
+    text = ", ".join(repr(c) for c in shown[:30])
+    return text + (f", ... ({len(shown)} in all)" if len(shown) > 30 else "")
+
+
+def _check_known(names, columns, option, path):
+    unknown = [c for c in names if c not in columns]
+    if unknown:
+        raise CLIError(
+            f"{option} names {'a column' if len(unknown) == 1 else 'columns'} "
+            f"{', '.join(repr(c) for c in unknown)} that {path!r} does not have. "
+            f"Available columns: {_columns_hint(columns)}.")
+
+
+def _split_target(frame, target, path):
+    if target not in frame.columns:
+        raise CLIError(
+            f"target column {target!r} is not in {path!r}. Available columns: "
+            f"{_columns_hint(frame.columns)}. Give the label column with --target.")
+    y = frame[target]
+    missing = int(y.isna().sum())
+    if missing:
+        raise CLIError(f"target column {target!r} of {path!r} has {missing} missing "
+                       "value(s); drop those rows first.")
+    return frame.drop(columns=[target]), y
+
+
+def _non_numeric_example(series):
+    import pandas as pd
+
+    coerced = pd.to_numeric(series, errors="coerce")
+    bad = series[coerced.isna() & series.notna()]
+    return None if bad.empty else bad.iloc[0]
+
+
+def _is_numeric(series):
+    import pandas as pd
+
+    return pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
+
+
+def _is_bool(series):
+    import pandas as pd
+
+    return pd.api.types.is_bool_dtype(series)
+
+
+# -- the schema: categories and bounds ------------------------------------------------------
+
+
+def _parse_schema(args, columns, path):
+    categories, bounds = {}, {}
+    if args.schema is not None:
+        try:
+            with open(args.schema, encoding="utf-8") as fh:
+                schema = json.load(fh)
+        except OSError as exc:
+            raise CLIError(f"cannot read --schema file {args.schema!r}: {exc.strerror}.") \
+                from None
+        except json.JSONDecodeError as exc:
+            raise CLIError(f"--schema file {args.schema!r} is not valid JSON: {exc}.") from None
+        if not isinstance(schema, dict) or set(schema) - {"categories", "bounds"}:
+            raise CLIError(f"--schema file {args.schema!r} must be a JSON object with keys "
+                           '"categories" and/or "bounds".')
+        for col, cats in (schema.get("categories") or {}).items():
+            if not isinstance(cats, list) or not cats:
+                raise CLIError(f'--schema "categories" of {col!r} must be a non-empty list.')
+            categories[col] = [str(c) for c in cats]
+        for col, b in (schema.get("bounds") or {}).items():
+            if not isinstance(b, list) or len(b) not in (2, 3):
+                raise CLIError(f'--schema "bounds" of {col!r} must be [lo, hi] or '
+                               f'[lo, hi, "log"], got {b!r}.')
+            bounds[col] = _check_bounds(col, *b, option="--schema")
+    for item in args.categories:
+        col, sep, values = item.partition("=")
+        cats = [v for v in values.split("|") if v != ""]
+        if not sep or not col or not cats:
+            raise CLIError(f"--categories {item!r} is not COL=A|B|C; e.g. "
+                           "--categories 'sex=Female|Male'.")
+        categories[col] = cats
+    for item in args.bounds:
+        col, sep, values = item.partition("=")
+        parts = values.split(":")
+        if not sep or not col or len(parts) not in (2, 3):
+            raise CLIError(f"--bounds {item!r} is not COL=LO:HI or COL=LO:HI:log; e.g. "
+                           "--bounds age=17:90.")
+        bounds[col] = _check_bounds(col, *parts, option="--bounds")
+    _check_known(list(categories), columns, "--categories", path)
+    _check_known(list(bounds), columns, "--bounds", path)
+    both = sorted(set(categories) & set(bounds))
+    if both:
+        raise CLIError(f"column {both[0]!r} has both categories and bounds; give one: "
+                       "categories one-hot encode it, bounds scale it as a number.")
+    for col, cats in categories.items():
+        dup = sorted({c for c in cats if cats.count(c) > 1})
+        if dup:
+            raise CLIError(f"categories of {col!r} list {dup[0]!r} twice.")
+    return categories, bounds
+
+
+def _check_bounds(col, lo, hi, log=None, *, option):
+    try:
+        lo, hi = float(lo), float(hi)
+    except (TypeError, ValueError):
+        raise CLIError(f"{option} of {col!r}: bounds must be numbers, got {lo!r}:{hi!r}.") \
+            from None
+    if log not in (None, "log"):
+        raise CLIError(f"{option} of {col!r}: the third field may only be 'log', got {log!r}.")
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise CLIError(f"{option} of {col!r}: need finite LO < HI, got {lo:g}:{hi:g}.")
+    if log and lo <= -1:
+        raise CLIError(f"{option} of {col!r}: log scaling needs LO > -1, got {lo:g}.")
+    return lo, hi, bool(log)
+
+
+# -- training -------------------------------------------------------------------------------
+
+
+def _resolve_private(args, features, path):
+    """Original columns protected by the model."""
+    if args.model not in FDP_MODELS:
+        given = [o for o, v in (("--private", args.private), ("--public", args.public),
+                                ("--label-public", args.label_public)) if v]
+        if given:
+            raise CLIError(
+                f"{given[0]} applies to the feature-DP models (fdp-logreg, fdp-mlp); "
+                f"--model {args.model} protects whole records (every column and the label). "
+                f"Drop {given[0]}, or use --model fdp-logreg.")
+        return list(features)
+    if (args.private is None) == (args.public is None):
+        raise CLIError(
+            f"--model {args.model} needs exactly one of --private (the columns to protect) "
+            "and --public (the columns that may leak); "
+            f"{'both were' if args.private is not None else 'neither was'} given.")
+    if args.private is not None:
+        spec, option = args.private, "--private"
+    else:
+        spec, option = args.public, "--public"
+    if args.target in spec:
+        raise CLIError(
+            f"{option} names the target {args.target!r}. The label is protected unless "
+            "--label-public is given; list only feature columns.")
+    dropped = [c for c in spec if c in args.drop]
+    if dropped:
+        raise CLIError(f"{option} names {dropped[0]!r}, which --drop removes.")
+    _check_known(spec, features, option, path)
+    if args.private is not None:
+        return [c for c in features if c in spec]
+    return [c for c in features if c not in spec]
+
+
+def _plan_columns(X, private, categories, bounds, path):
+    """``(numeric, categorical, learnt)``.
+
+    ``numeric``: (col, (lo, hi, log)); ``categorical``: (col, categories); ``learnt``:
+    the public columns whose bounds or categories were read off the data.
+    """
+    numeric, categorical, learnt = [], [], []
+    need_bounds, need_categories = [], []
+    for col in X.columns:
+        series = X[col]
+        if col in categories:
+            categorical.append((col, categories[col]))
+            continue
+        numeric_like = _is_numeric(series) or _is_bool(series)
+        if col in bounds or numeric_like:
+            if not numeric_like:
+                example = _non_numeric_example(series)
+                raise CLIError(
+                    f"column {col!r} has bounds but non-numeric values (e.g. {example!r}). "
+                    f"Give its categories instead (--categories '{col}=A|B|C'), or --drop "
+                    f"{col}.")
+            missing = int(series.isna().sum())
+            if missing:
+                raise CLIError(
+                    f"numeric column {col!r} has {missing} missing value(s). Fill them, "
+                    f"drop those rows, or --drop {col}.")
+            if col in bounds:
+                numeric.append((col, bounds[col]))
+            elif _is_bool(series):
+                numeric.append((col, (0.0, 1.0, False)))
+            elif col in private:
+                need_bounds.append(col)
+            else:  # public under feature DP: its range is not protected
+                values = series.to_numpy(dtype=np.float64)
+                numeric.append((col, (float(values.min()), float(values.max()), False)))
+                learnt.append(col)
+            continue
+        if col in private:  # non-numeric values and no encoder given
+            need_categories.append((col, series.dropna().iloc[0]
+                                    if series.notna().any() else None))
+            continue
+        cats = sorted({str(v) for v in _as_strings(series.dropna().to_numpy())})
+        categorical.append((col, cats))
+        learnt.append(col)
+    problems = []
+    if need_categories:
+        shown = ", ".join(f"{c!r} (e.g. {v!r})" for c, v in need_categories)
+        fixes = " ".join(f"--categories '{c}=A|B|C'" for c, _ in need_categories)
+        problems.append(
+            f"non-numeric private column(s) without an encoder: {shown}. The category list "
+            "of a private column must come from you, not from the data (which categories "
+            f"occur is itself private). Give {fixes} (or list them in --schema), or --drop "
+            "them.")
+    if need_bounds:
+        fixes = " ".join(f"--bounds {c}=LO:HI" for c in need_bounds)
+        problems.append(
+            f"numeric private column(s) without bounds: {', '.join(map(repr, need_bounds))}. "
+            "Scaling them by their own minimum and maximum would leak those; give bounds "
+            f"known without looking at the data: {fixes} (append :log for heavy tails, "
+            f"e.g. --bounds {need_bounds[0]}=0:99999:log).")
+    if problems:
+        raise CLIError(" ".join(problems))
+    if not numeric and not categorical:
+        raise CLIError(f"no feature columns left in {path!r} after --target and --drop.")
+    return numeric, categorical, learnt
+
+
+def _make_preprocessor(numeric, categorical):
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
+
+    parts = []
+    if numeric:
+        cols = [c for c, _ in numeric]
+        lower = np.array([b[0] for _, b in numeric])
+        upper = np.array([b[1] for _, b in numeric])
+        log = np.array([b[2] for _, b in numeric])
+        parts.append(("num", FunctionTransformer(
+            _scale_columns, kw_args={"lower": lower, "upper": upper, "log": log},
+            feature_names_out="one-to-one"), cols))
+    if categorical:
+        cols = [c for c, _ in categorical]
+        parts.append(("cat", Pipeline([
+            ("str", FunctionTransformer(_as_strings, feature_names_out="one-to-one")),
+            ("onehot", OneHotEncoder(categories=[list(c) for _, c in categorical],
+                                     handle_unknown="ignore", sparse_output=False,
+                                     dtype=np.float64)),
+        ]), cols))
+    n_inputs = len(numeric) + len(categorical)
+    columns = ColumnTransformer(parts, remainder="drop", sparse_threshold=0.0)
+    scale = FunctionTransformer(_scale_constant, kw_args={"factor": 1.0 / math.sqrt(n_inputs)},
+                                feature_names_out="one-to-one")
+    return Pipeline([("columns", columns), ("scale", scale)]).set_output(transform="pandas")
+
+
+def _output_names(numeric, categorical):
+    """``{original column: [output columns]}`` of :func:`_make_preprocessor`."""
+    out = {col: [f"num__{col}"] for col, _ in numeric}
+    out.update({col: [f"cat__{col}_{c}" for c in cats] for col, cats in categorical})
+    return out
+
+
+def _make_estimator(args, private_outputs):
+    import sklearn_fdp
+
+    cls = getattr(sklearn_fdp, MODELS[args.model])
+    params = dict(epsilon=args.epsilon, delta=args.delta, max_grad_norm=args.max_grad_norm,
+                  batch_size=args.batch_size, random_state=args.random_state)
+    if args.epochs is not None:
+        params["epochs"] = args.epochs
+    if args.model in FDP_MODELS:
+        params.update(private_features=private_outputs, label_public=args.label_public)
+    return cls(**params)
+
+
+class _ProgressBar:
+    """tqdm bar fed by :func:`sklearn_fdp._progress.progress_hook`; restarts per run."""
+
+    def __init__(self, desc, disable):
+        self.desc = desc
+        self.disable = disable
+        self.bar = None
+
+    def __call__(self, done, total):
+        from tqdm.auto import tqdm
+
+        if self.bar is None or self.bar.total != total or done < self.bar.n:
+            if self.bar is not None:
+                self.bar.close()
+            self.bar = tqdm(total=total, desc=self.desc, unit="step", file=sys.stderr,
+                            disable=self.disable, leave=True, dynamic_ncols=True)
+        self.bar.update(done - self.bar.n)
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _train(args):
+    from sklearn.pipeline import Pipeline
+
+    from ._progress import progress_hook
+
+    out_dir = os.path.dirname(os.path.abspath(args.out))
+    if not os.path.isdir(out_dir):
+        raise CLIError(f"--out {args.out!r}: directory {out_dir!r} does not exist.")
+    frame = _read_csv(args.csv)
+    X, y = _split_target(frame, args.target, args.csv)
+    _check_known(args.drop, X.columns, "--drop", args.csv)
+    if args.target in args.drop:
+        raise CLIError(f"--drop names the target {args.target!r}.")
+    X = X.drop(columns=args.drop)
+    private = _resolve_private(args, list(X.columns), args.csv)
+    categories, bounds = _parse_schema(args, list(frame.columns), args.csv)
+    stray = [c for c in (*categories, *bounds) if c == args.target or c in args.drop]
+    if stray:
+        raise CLIError(f"--categories/--bounds/--schema give column {stray[0]!r}, which is "
+                       "the target or dropped; remove it from there.")
+    classes = y.unique()
+    if len(classes) < 2:
+        raise CLIError(
+            f"target column {args.target!r} has a single class ({classes[0]!r}) in "
+            f"{args.csv!r}; a classifier needs at least two.")
+    numeric, categorical, learnt = _plan_columns(X, set(private), categories, bounds,
+                                                 args.csv)
+    if learnt:
+        print(f"note: public column(s) {', '.join(learnt)}: bounds/categories taken from the "
+              "data (public under feature DP); give --bounds/--categories to fix them.",
+              file=sys.stderr)
+    _note_unknown_categories(X, categorical)
+
+    pre = _make_preprocessor(numeric, categorical)
+    outputs = _output_names(numeric, categorical)
+    private_outputs = [name for col in private for name in outputs[col]]
+    estimator = _make_estimator(args, private_outputs)
+    model = Pipeline([("preprocess", pre), ("model", estimator)])
+
+    bar = _ProgressBar(f"{type(estimator).__name__}", disable=args.quiet)
+    try:
+        with warnings.catch_warnings(record=True) as caught, progress_hook(bar):
+            warnings.simplefilter("always")
+            model.fit(X, y)
+    except ValueError as exc:  # parameter and data checks of the estimator
+        raise CLIError(f"{type(estimator).__name__} could not be fitted: {exc}") from None
+    except ImportError as exc:  # e.g. fdp-mlp without torch
+        raise CLIError(str(exc)) from None
+    finally:
+        bar.close()
+    for w in caught:
+        print(f"warning: {w.message}", file=sys.stderr)
+
+    _save(model, args.out)
+    est = model[-1]
+    protected = ", ".join(private) if args.model in FDP_MODELS else "every column"
+    label = "public" if args.model in FDP_MODELS and args.label_public else "protected"
+    print(f"trained {type(est).__name__} on {len(y)} rows, {len(outputs)} columns "
+          f"({sum(len(v) for v in outputs.values())} features)")
+    print(f"protected: {protected or 'no feature'}; label {label}")
+    print(f"epsilon spent {est.epsilon_:.4g} at delta {est.delta_:g} "
+          f"(noise multiplier {est.noise_multiplier_:.4g}, {est.steps_} steps)")
+    print(f"saved to {args.out}")
+    return 0
+
+
+def _note_unknown_categories(X, categorical):
+    """Tell the data owner about values outside a category list (encoded as all zeros)."""
+    for col, cats in categorical:
+        values = _as_strings(X[col].to_numpy())
+        known = set(cats)
+        n_out = sum(1 for v in values if isinstance(v, str) and v not in known)
+        if n_out:
+            print(f"note: column {col!r}: {n_out} row(s) have a value outside its category "
+                  "list and are encoded as all zeros; check --categories.", file=sys.stderr)
+
+
+# -- saving and loading ---------------------------------------------------------------------
+
+
+def _save(model, path):
+    import skops.io as sio
+    from sklearn.pipeline import Pipeline
+
+    est = model[-1]
+    if hasattr(est, "module_"):  # MLPFeatureDP: skops cannot store torch modules
+        est = copy.copy(est)
+        est.module_state_ = {k: v.detach().cpu().numpy()
+                             for k, v in est.module_.state_dict().items()}
+        del est.module_
+        model = Pipeline([*model.steps[:-1], (model.steps[-1][0], est)])
+    try:
+        sio.dump(model, path)
+    except OSError as exc:
+        raise CLIError(f"cannot write --out {path!r}: {exc.strerror}.") from None
+
+
+def _restore_mlp(est):
+    torch = importlib.import_module("torch")
+    from .neural._mlp import _build_module
+
+    sizes = (int(est.n_features_in_), *est._hidden_sizes(), len(est.classes_))
+    module = _build_module(torch, sizes, est.activation, torch.Generator())
+    module.load_state_dict({k: torch.as_tensor(np.asarray(v))
+                            for k, v in est.module_state_.items()})
+    est.module_ = module
+    del est.module_state_
+
+
+def _trusted(name):
+    """Whether a type named in a model file is one the CLI writes."""
+    module, _, attr = name.rpartition(".")
+    if module == __name__:
+        return attr in _CLI_FUNCTIONS
+    root = module.split(".")[0]
+    if root not in ("sklearn", "sklearn_fdp", "dp_accounting", "numpy"):
+        return False
+    try:
+        obj = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError):
+        return False
+    if not isinstance(obj, type):
+        return False
+    if root in ("sklearn", "sklearn_fdp"):
+        from sklearn.base import BaseEstimator
+
+        return issubclass(obj, BaseEstimator)
+    if root == "dp_accounting":
+        from dp_accounting import dp_event
+
+        return issubclass(obj, dp_event.DpEvent)
+    return issubclass(obj, (np.generic, np.dtype))  # numpy scalars and dtypes
+
+
+def _load(path):
+    import skops.io as sio
+
+    try:
+        untrusted = sio.get_untrusted_types(file=path)
+    except FileNotFoundError:
+        raise CLIError(f"model file {path!r} does not exist.") from None
+    except Exception as exc:  # noqa: BLE001 - zip/JSON errors of a foreign file
+        raise CLIError(f"{path!r} is not a skops model file ({exc}). Write one with "
+                       "'sklearn-fdp train ... --out model.skops'.") from None
+    refused = [t for t in untrusted if not _trusted(t)]
+    if refused:
+        raise CLIError(
+            f"model file {path!r} contains types the sklearn-fdp command line does not write "
+            f"and will not load: {', '.join(refused)}. Load it in Python with "
+            "skops.io.load after checking them yourself.")
+    try:
+        model = sio.load(path, trusted=untrusted)
+    except Exception as exc:  # noqa: BLE001
+        raise CLIError(f"could not load model file {path!r}: {exc}") from None
+    from sklearn.pipeline import Pipeline
+
+    if not (isinstance(model, Pipeline) and model.steps[0][0] == "preprocess"):
+        raise CLIError(f"{path!r} holds a {type(model).__name__}, not a pipeline written by "
+                       "'sklearn-fdp train'.")
+    if hasattr(model[-1], "module_state_"):
+        _restore_mlp(model[-1])
+    return model
+
+
+# -- evaluate and report --------------------------------------------------------------------
+
+
+def _model_inputs(model):
+    """``(all input columns, numeric input columns)`` of a CLI pipeline."""
+    columns = model.named_steps["preprocess"].named_steps["columns"]
+    numeric = []
+    for name, _, cols in columns.transformers_:
+        if name == "num":
+            numeric = list(cols)
+    return list(columns.feature_names_in_), numeric
+
+
+def _coerce_labels(y, classes):
+    """Compare test labels with ``classes_`` in the classes' type (CSV types may differ)."""
+    import pandas as pd
+
+    if classes.dtype.kind in "OUS":
+        return y.astype(str).to_numpy()
+    if not pd.api.types.is_numeric_dtype(y):
+        coerced = pd.to_numeric(y, errors="coerce")
+        if coerced.notna().all():
+            return coerced.to_numpy()
+    return y.to_numpy()
+
+
+def _evaluate(args):
+    from sklearn.metrics import accuracy_score, balanced_accuracy_score, log_loss
+
+    model = _load(args.model)
+    frame = _read_csv(args.csv)
+    X, y = _split_target(frame, args.target, args.csv)
+    inputs, numeric = _model_inputs(model)
+    missing = [c for c in inputs if c not in X.columns]
+    if missing:
+        raise CLIError(
+            f"{args.csv!r} lacks the column(s) {', '.join(repr(c) for c in missing)} the model "
+            f"was trained on. Available columns: {_columns_hint(X.columns)}.")
+    X = X[inputs]
+    for col in numeric:
+        if not (_is_numeric(X[col]) or _is_bool(X[col])):
+            raise CLIError(f"column {col!r} of {args.csv!r} should be numeric but holds "
+                           f"{_non_numeric_example(X[col])!r}.")
+        if X[col].isna().any():
+            raise CLIError(f"numeric column {col!r} of {args.csv!r} has "
+                           f"{int(X[col].isna().sum())} missing value(s); fill or drop them.")
+    est = model[-1]
+    y_true = _coerce_labels(y, est.classes_)
+    proba = model.predict_proba(X)
+    y_pred = est.classes_[np.argmax(proba, axis=1)]
+    unseen = sorted({str(v) for v in y_true} - {str(c) for c in est.classes_})
+    result = {
+        "rows": int(len(y_true)),
+        "accuracy": float(accuracy_score(y_true, y_pred)),
+        "balanced_accuracy": float(balanced_accuracy_score(y_true, y_pred)),
+        "log_loss": None if unseen else float(log_loss(y_true, proba, labels=est.classes_)),
+        "classes": [c.item() if hasattr(c, "item") else c for c in est.classes_],
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"rows               {result['rows']}")
+    print(f"accuracy           {result['accuracy']:.4f}")
+    print(f"balanced accuracy  {result['balanced_accuracy']:.4f}")
+    if unseen:
+        print(f"log loss           n/a (labels {unseen} were not seen in training)")
+    else:
+        print(f"log loss           {result['log_loss']:.4f}")
+    return 0
+
+
+def _report(args):
+    from ._report import privacy_report
+
+    model = _load(args.model)
+    report = privacy_report(model, delta=args.delta)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2, default=str))
+    else:
+        print(report)
+    return 0
+
+
+# -- entry point ----------------------------------------------------------------------------
+
+
+def main(argv=None):
+    """Run the ``sklearn-fdp`` command line.
+
+    Parameters
+    ----------
+    argv : list of str or None, default=None
+        Arguments without the program name; None reads ``sys.argv[1:]``.
+
+    Returns
+    -------
+    status : int
+        0 on success, 2 on a usage or data error (message on stderr).
+    """
+    parser = _build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or an argparse usage error
+        return int(exc.code or 0)
+    try:
+        import tqdm  # noqa: F401
+        import skops  # noqa: F401
+    except ImportError as exc:
+        print(f"sklearn-fdp: error: {exc.name} is not installed. Install the command line's "
+              "extra: pip install 'sklearn-fdp[cli]'", file=sys.stderr)
+        return 2
+    command = {"train": _train, "evaluate": _evaluate, "report": _report}[args.command]
+    try:
+        return command(args)
+    except CLIError as exc:
+        print(f"sklearn-fdp {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,421 @@
+"""The sklearn-fdp command line (sklearn_fdp.cli) and the progress hook (sklearn_fdp._progress)."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+pytest.importorskip("skops")
+pytest.importorskip("tqdm")
+
+import skops.io as sio  # noqa: E402
+
+from sklearn_fdp import DPSGDClassifier, FeatureDPLogisticRegression  # noqa: E402
+from sklearn_fdp._progress import MAX_REPORTS, progress_hook, progress_reporter  # noqa: E402
+from sklearn_fdp.cli import _load, main  # noqa: E402
+
+N_ROWS = 400
+# ε > 2: the "auto" accountant is RDP, whose calibration takes milliseconds (PLD: seconds).
+EPS = "4"
+PRIVATE_ARGS = ["--private", "sex,age", "--categories", "sex=F|M", "--bounds", "age=18:80"]
+
+
+def _frame(n=N_ROWS, seed=0):
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({
+        "age": rng.integers(18, 80, n),
+        "hours": rng.normal(40, 10, n).round(1),
+        "sex": rng.choice(["F", "M"], n),
+        "job": rng.choice(["a", "b", "c"], n),
+        "flag": rng.random(n) < 0.3,
+    })
+    logit = 0.05 * (frame["age"] - 45) + (frame["sex"] == "M") * 1.0
+    frame["y"] = np.where(rng.random(n) < 1 / (1 + np.exp(-logit)), "hi", "lo")
+    return frame
+
+
+@pytest.fixture
+def data(tmp_path):
+    train, test = tmp_path / "train.csv", tmp_path / "test.csv"
+    _frame(seed=0).to_csv(train, index=False)
+    _frame(n=200, seed=1).to_csv(test, index=False)
+    return tmp_path, str(train), str(test)
+
+
+def _train(csv, out, *extra, model="fdp-logreg", quiet=True):
+    args = ["train", csv, "--target", "y", "--model", model, "--epochs", "2",
+            "--epsilon", EPS, "--delta", "1e-4", "--random-state", "0", "--out", str(out)]
+    if model in ("fdp-logreg", "fdp-mlp") and "--public" not in extra:
+        args += PRIVATE_ARGS
+    elif model not in ("fdp-logreg", "fdp-mlp"):
+        args += ["--categories", "sex=F|M", "--categories", "job=a|b|c",
+                 "--bounds", "age=18:80", "--bounds", "hours=0:100"]
+    if quiet:
+        args.append("--quiet")
+    return main([*args, *extra])
+
+
+# -- round trip -----------------------------------------------------------------------------
+
+
+def test_train_evaluate_report_round_trip(data, capsys):
+    tmp, train, test = data
+    out = tmp / "model.skops"
+    assert _train(train, out) == 0
+    text = capsys.readouterr().out
+    assert "FeatureDPLogisticRegression" in text and "saved to" in text
+    assert out.exists()
+
+    assert main(["evaluate", str(out), test, "--target", "y"]) == 0
+    text = capsys.readouterr().out
+    assert "accuracy" in text and "log loss" in text
+
+    assert main(["evaluate", str(out), test, "--target", "y", "--json"]) == 0
+    scores = json.loads(capsys.readouterr().out)
+    assert scores["rows"] == 200
+    assert 0 <= scores["accuracy"] <= 1 and 0 <= scores["balanced_accuracy"] <= 1
+    assert scores["log_loss"] > 0 and sorted(scores["classes"]) == ["hi", "lo"]
+
+    assert main(["report", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "Privacy report" in text and "NOT PRIVATE" not in text
+
+    assert main(["report", str(out), "--json", "--delta", "1e-5"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["is_private"] and report["delta"] == 1e-5
+    # The protected columns are the one-hot/scaled outputs of sex and age only.
+    assert "cat__sex_F" in report["protected_unit"] and "num__age" in report["protected_unit"]
+    assert "job" not in report["protected_unit"]
+
+
+def test_loaded_model_predicts_like_the_fitted_one(data):
+    tmp, train, test = data
+    out = tmp / "m.skops"
+    assert _train(train, out) == 0
+    model = _load(str(out))
+    X = pd.read_csv(test).drop(columns=["y"])
+    proba = model.predict_proba(X)
+    assert proba.shape == (200, 2) and np.allclose(proba.sum(axis=1), 1)
+    est = model[-1]
+    assert est.epsilon_ <= 4.0 + 1e-9 and est.delta_ == 1e-4
+
+
+@pytest.mark.parametrize("model", ["dpsgd", "dpsgdf", "fdp-mlp"])
+def test_other_models_round_trip(data, capsys, model):
+    if model == "fdp-mlp":
+        pytest.importorskip("torch")
+    tmp, train, test = data
+    out = tmp / f"{model}.skops"
+    assert _train(train, out, model=model) == 0
+    assert main(["evaluate", str(out), test, "--target", "y", "--json"]) == 0
+    capsys.readouterr()
+    assert main(["report", str(out), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["is_private"]
+    whole = model in ("dpsgd", "dpsgdf")
+    assert ("whole record" in report["protected_unit"]) == whole
+
+
+def test_preprocessing_is_data_independent_for_private_columns(data):
+    """Private category lists come from --categories, bounds from --bounds; rows have norm <= 1."""
+    tmp, train, _ = data
+    frame = pd.read_csv(train)
+    only_f = frame.assign(sex="F")  # "M" never occurs in the private column
+    only_f.to_csv(tmp / "only_f.csv", index=False)
+    models = []
+    for name, csv in (("a", train), ("b", str(tmp / "only_f.csv"))):
+        assert _train(csv, tmp / f"{name}.skops") == 0
+        models.append(_load(str(tmp / f"{name}.skops")))
+    cols = [m.named_steps["preprocess"].named_steps["columns"] for m in models]
+    enc = [c.named_transformers_["cat"].named_steps["onehot"] for c in cols]
+    sex = [list(e.categories_[0]) for e in enc]
+    assert sex[0] == sex[1] == ["F", "M"]
+    num = [c.named_transformers_["num"].kw_args for c in cols]
+    assert num[0]["lower"][0] == num[1]["lower"][0] == 18.0  # age: the given bounds
+    Z = models[0][:-1].transform(frame.drop(columns=["y"]))
+    assert np.linalg.norm(np.asarray(Z), axis=1).max() <= 1 + 1e-12
+
+
+def test_schema_file_and_integer_coded_categories(tmp_path, capsys):
+    frame = _frame()
+    frame["grade"] = np.random.default_rng(3).integers(1, 4, len(frame))
+    csv = tmp_path / "d.csv"
+    frame.to_csv(csv, index=False)
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps({"categories": {"sex": ["F", "M"], "grade": [1, 2, 3]},
+                                  "bounds": {"age": [18, 80, "log"]}}))
+    out = tmp_path / "m.skops"
+    rc = main(["train", str(csv), "--target", "y", "--private", "sex,age,grade",
+               "--schema", str(schema), "--epochs", "1", "--epsilon", EPS,
+               "--random-state", "0", "--delta", "1e-4", "--out", str(out), "--quiet"])
+    assert rc == 0, capsys.readouterr().err
+    model = _load(str(out))
+    names = list(model[:-1].get_feature_names_out())
+    assert {"cat__grade_1", "cat__grade_2", "cat__grade_3"} <= set(names)
+    private = [names[i] for i in model[-1].private_features_]
+    assert sorted(private) == sorted(["num__age", "cat__sex_F", "cat__sex_M", "cat__grade_1",
+                                      "cat__grade_2", "cat__grade_3"])
+
+
+# -- errors: exit 2, a message naming the problem, no traceback -----------------------------
+
+
+def _error(capsys, argv):
+    rc = main(argv)
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert "Traceback" not in err
+    return err
+
+
+@pytest.mark.parametrize("extra, expected", [
+    (["--target", "nope"], ["'nope'", "Available columns", "'sex'"]),
+    (["--private", "sex,nope", "--categories", "sex=F|M"], ["--private", "'nope'",
+                                                             "Available columns"]),
+    (["--private", "sex,age", "--bounds", "age=18:80"], ["'sex'", "--categories 'sex="]),
+    (["--private", "sex,age", "--categories", "sex=F|M"], ["'age'", "--bounds age="]),
+    (["--private", "sex", "--public", "age"], ["exactly one of --private"]),
+    (["--public", "y"], ["--public names the target"]),
+    (["--private", "sex", "--categories", "sex"], ["COL=A|B|C"]),
+    (["--private", "sex", "--categories", "sex=F|M", "--bounds", "job=0:1"],
+     ["'job'", "non-numeric"]),
+    (["--private", "sex", "--categories", "sex=F|M", "--bounds", "age=80:18"], ["LO < HI"]),
+    (["--private", "sex", "--categories", "sex=F|M", "--drop", "nope"], ["--drop", "'nope'"]),
+    (["--private", "sex", "--categories", "sex=F|M", "--out", "/no/such/dir/m.skops"],
+     ["--out", "does not exist"]),
+])
+def test_train_data_errors(data, capsys, extra, expected):
+    tmp, train, _ = data
+    argv = ["train", train, "--target", "y", "--out", str(tmp / "m.skops"), "--quiet"]
+    # A later --target overrides the first (argparse keeps the last value).
+    err = _error(capsys, [*argv, *extra])
+    for text in expected:
+        assert text in err
+    assert not (tmp / "m.skops").exists()
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "abc", "inf", "nan"])
+def test_bad_epsilon(data, capsys, value):
+    tmp, train, _ = data
+    err = _error(capsys, ["train", train, "--target", "y", *PRIVATE_ARGS, f"--epsilon={value}",
+                          "--out", str(tmp / "m.skops")])
+    assert "--epsilon" in err and repr(value) in err
+
+
+@pytest.mark.parametrize("value", ["0", "1", "1.5", "x"])
+def test_bad_delta(data, capsys, value):
+    tmp, train, _ = data
+    err = _error(capsys, ["train", train, "--target", "y", *PRIVATE_ARGS, f"--delta={value}",
+                          "--out", str(tmp / "m.skops")])
+    assert "--delta" in err
+
+
+def test_record_level_model_rejects_feature_split(data, capsys):
+    tmp, train, _ = data
+    err = _error(capsys, ["train", train, "--target", "y", "--model", "dpsgd", "--private",
+                          "sex", "--out", str(tmp / "m.skops")])
+    assert "--private applies to the feature-DP models" in err
+
+
+def test_record_level_model_needs_every_schema(data, capsys):
+    tmp, train, _ = data
+    err = _error(capsys, ["train", train, "--target", "y", "--model", "dpsgd",
+                          "--out", str(tmp / "m.skops")])
+    for col in ("'sex'", "'job'", "'age'", "'hours'"):
+        assert col in err
+
+
+@pytest.mark.parametrize("content, expected", [
+    ("", "is empty"),
+    ("age,sex,y\n", "no data rows"),
+    ('a,b,y\n1,2,"x\n', "could not be parsed"),
+])
+def test_bad_csv_files(tmp_path, capsys, content, expected):
+    csv = tmp_path / "bad.csv"
+    csv.write_text(content)
+    err = _error(capsys, ["train", str(csv), "--target", "y", "--private", "a",
+                          "--out", str(tmp_path / "m.skops")])
+    assert expected in err
+
+
+def test_missing_csv_file(tmp_path, capsys):
+    err = _error(capsys, ["train", str(tmp_path / "none.csv"), "--target", "y",
+                          "--private", "a", "--out", str(tmp_path / "m.skops")])
+    assert "does not exist" in err
+
+
+def test_target_with_one_class(tmp_path, capsys):
+    csv = tmp_path / "one.csv"
+    _frame().assign(y="hi").to_csv(csv, index=False)
+    err = _error(capsys, ["train", str(csv), "--target", "y", *PRIVATE_ARGS,
+                          "--out", str(tmp_path / "m.skops")])
+    assert "single class" in err and "'hi'" in err
+
+
+def test_target_with_missing_values(tmp_path, capsys):
+    frame = _frame()
+    frame.loc[3, "y"] = np.nan
+    csv = tmp_path / "na.csv"
+    frame.to_csv(csv, index=False)
+    err = _error(capsys, ["train", str(csv), "--target", "y", *PRIVATE_ARGS,
+                          "--out", str(tmp_path / "m.skops")])
+    assert "'y'" in err and "missing" in err
+
+
+def test_numeric_column_with_missing_values(tmp_path, capsys):
+    frame = _frame()
+    frame.loc[5, "hours"] = np.nan
+    csv = tmp_path / "na.csv"
+    frame.to_csv(csv, index=False)
+    err = _error(capsys, ["train", str(csv), "--target", "y", *PRIVATE_ARGS,
+                          "--out", str(tmp_path / "m.skops")])
+    assert "'hours'" in err and "missing" in err
+
+
+def test_evaluate_errors(data, capsys):
+    tmp, train, test = data
+    out = tmp / "m.skops"
+    assert _train(train, out) == 0
+    pd.read_csv(test).drop(columns=["job"]).to_csv(tmp / "nojob.csv", index=False)
+    err = _error(capsys, ["evaluate", str(out), str(tmp / "nojob.csv"), "--target", "y"])
+    assert "'job'" in err
+    err = _error(capsys, ["evaluate", str(out), test, "--target", "income"])
+    assert "'income'" in err and "Available columns" in err
+    err = _error(capsys, ["evaluate", train, test, "--target", "y"])  # a CSV, not a model
+    assert "not a skops model file" in err
+    err = _error(capsys, ["report", str(tmp / "none.skops")])
+    assert "does not exist" in err
+
+
+def test_untrusted_model_file_is_refused(tmp_path, capsys):
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    path = tmp_path / "evil.skops"
+    sio.dump(Pipeline([("preprocess", FunctionTransformer(os.system))]), path)
+    err = _error(capsys, ["report", str(path)])
+    assert "will not load" in err and "system" in err
+
+
+# -- progress -------------------------------------------------------------------------------
+
+
+def test_progress_bar_on_stderr_and_identical_model(data, capsys):
+    tmp, train, _ = data
+    assert _train(train, tmp / "quiet.skops", quiet=True) == 0
+    assert "step" not in capsys.readouterr().err
+    assert _train(train, tmp / "bar.skops", quiet=False) == 0
+    err = capsys.readouterr().err
+    assert "FeatureDPLogisticRegression" in err and "100%" in err and "step" in err
+    a, b = (_load(str(tmp / f"{n}.skops"))[-1] for n in ("quiet", "bar"))
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.intercept_, b.intercept_)
+
+
+def _fit_with_and_without_hook(make, X, y):
+    calls = []
+    plain = make().fit(X, y)
+    with progress_hook(lambda done, total: calls.append((done, total))):
+        hooked = make().fit(X, y)
+    return plain, hooked, calls
+
+
+def _check_calls(calls):
+    assert calls, "the hook was never called"
+    totals = {t for _, t in calls}
+    for total in totals:
+        run = [d for d, t in calls if t == total]
+        assert run[-1] == total and len(run) <= MAX_REPORTS + 1
+        assert run == sorted(run)
+
+
+def test_progress_hook_dense_and_lazy_sparse_paths_bit_identical(monkeypatch):
+    import sklearn_fdp._engine._loop as loop
+
+    lazy_runs = []
+    real_lazy = loop.run_lazy_sparse
+
+    def spy(*args, **kwargs):
+        lazy_runs.append(1)
+        return real_lazy(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "run_lazy_sparse", spy)
+    rng = np.random.default_rng(0)
+    X = rng.random((300, 20)) * (rng.random((300, 20)) < 0.2)
+    X /= np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1)
+    y = (X[:, 0] > X[:, 1]).astype(int)
+
+    def dense():
+        return FeatureDPLogisticRegression(private_features=[0, 1], epochs=10, batch_size=16,
+                                           epsilon=4.0, delta=1e-4, random_state=0)
+
+    plain, hooked, calls = _fit_with_and_without_hook(dense, X, y)
+    np.testing.assert_array_equal(plain.coef_, hooked.coef_)
+    _check_calls(calls)
+    assert max(t for _, t in calls) > MAX_REPORTS  # throttled, not one call per step
+
+    def lazy():  # CSR without momentum: run_lazy_sparse
+        return DPSGDClassifier(momentum=0.0, epochs=5, epsilon=4.0, delta=1e-4,
+                               random_state=0)
+
+    plain, hooked, calls = _fit_with_and_without_hook(lazy, sp.csr_matrix(X), y)
+    np.testing.assert_array_equal(plain.coef_, hooked.coef_)
+    _check_calls(calls)
+    assert len(lazy_runs) == 2  # both fits took the lazy-noise path
+
+
+def test_progress_hook_mlp_bit_identical():
+    torch = pytest.importorskip("torch")
+    from sklearn_fdp import MLPFeatureDP
+
+    rng = np.random.default_rng(0)
+    X = rng.random((120, 4)) / 2
+    y = (X[:, 0] > X[:, 1]).astype(int)
+
+    def make():
+        return MLPFeatureDP(hidden_layer_sizes=(5,), private_features=[0], epochs=2,
+                            epsilon=4.0, delta=1e-3, device="cpu", random_state=0)
+
+    plain, hooked, calls = _fit_with_and_without_hook(make, X, y)
+    for p, q in zip(plain.module_.parameters(), hooked.module_.parameters()):
+        assert torch.equal(p, q)
+    _check_calls(calls)
+
+
+def test_progress_reporter_without_hook_and_throttling():
+    assert progress_reporter(1000) is None
+    calls = []
+    with progress_hook(lambda d, t: calls.append(d)):
+        report = progress_reporter(1000)
+        for t in range(1, 1001):
+            report(t)
+    assert progress_reporter(1000) is None  # the hook is gone after the block
+    assert calls[-1] == 1000 and len(calls) <= MAX_REPORTS + 1
+
+
+# -- entry points ---------------------------------------------------------------------------
+
+
+def test_help_exits_zero(capsys):
+    assert main(["--help"]) == 0
+    assert "train" in capsys.readouterr().out
+    assert main([]) == 2  # no command: argparse usage error
+
+
+def test_python_dash_m_and_console_script():
+    env = {**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[1])}
+    done = subprocess.run([sys.executable, "-m", "sklearn_fdp", "--help"], capture_output=True,
+                          text=True, env=env, timeout=120)
+    assert done.returncode == 0 and "evaluate" in done.stdout
+    script = pathlib.Path(sys.executable).with_name("sklearn-fdp")
+    if not script.exists():
+        pytest.skip("sklearn-fdp console script not installed (pip install -e .)")
+    done = subprocess.run([str(script), "report", "--help"], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert done.returncode == 0 and "--json" in done.stdout
