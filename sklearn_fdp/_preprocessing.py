@@ -7,7 +7,7 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import accounting
-from ._random import spawn_generators
+from ._random import NOISE_OPTIONS, spawn_generators
 from ._validation import (
     DELTA_CONSTRAINT,
     Interval,
@@ -80,6 +80,15 @@ class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
         (either would reveal one bit about the data outside the budget).
     random_state : int, RandomState instance or None, default=None
         Seeds the noise; a fixed value reproduces ``mean_``.
+    noise : {"default", "secure"}, default="default"
+        Source of the randomness privacy rests on: the Gaussian noise of the mean.
+        ``"default"``: NumPy PCG64 streams spawned from ``random_state``
+        (reproducible). ``"secure"``: fresh bits from the OS CSPRNG
+        (``os.urandom``) and a Gaussian sampler hardened against floating-point
+        attacks (four Box–Muller normals summed and halved, as in Opacus's
+        ``secure_mode``); slower (user guide, "Secure noise"), and
+        ``random_state`` no longer reproduces the fit. The accounting, and so
+        ``epsilon_``, is the same.
 
     Attributes
     ----------
@@ -150,15 +159,17 @@ class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
         "norm_bound": [Interval(Real, 0, None, closed="neither")],
         "row_scaling": [StrOptions(set(ROW_SCALINGS))],
         "random_state": ["random_state"],
+        "noise": [StrOptions(set(NOISE_OPTIONS))],
     }
 
     def __init__(self, *, epsilon=1.0, delta=1e-6, norm_bound=1.0, row_scaling="normalize",
-                 random_state=None):
+                 random_state=None, noise="default"):
         self.epsilon = epsilon
         self.delta = delta
         self.norm_bound = norm_bound
         self.row_scaling = row_scaling
         self.random_state = random_state
+        self.noise = noise
 
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
@@ -188,7 +199,7 @@ class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
         Xs = scale_rows(X, float(self.norm_bound), scaling, name)
         sigma = accounting.gaussian_noise_multiplier(self.epsilon, self.delta)
         noise_std = sigma * float(self.norm_bound) / n_samples
-        (rng,) = spawn_generators(self.random_state, 1)
+        (rng,) = spawn_generators(self.random_state, 1, noise=self.noise)
         true_mean = Xs.sum(axis=0, dtype=np.float64) / n_samples
         self.mean_ = true_mean + rng.normal(0.0, noise_std, size=n_features)
         self.noise_std_ = float(noise_std)
@@ -245,4 +256,6 @@ class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        # noise="secure" draws from the OS CSPRNG: random_state does not fix mean_.
+        tags.non_deterministic = self.noise == "secure"
         return tags

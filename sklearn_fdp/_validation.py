@@ -14,7 +14,14 @@ import scipy.sparse as sp
 from sklearn.base import _fit_context
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import (
+    _assert_all_finite,
+    _check_feature_names,
+    _check_n_features,
+    _check_y,
+    check_consistent_length,
+    validate_data,
+)
 
 from .accounting import NEIGHBORING_RELATIONS
 from .exceptions import PrivacyLeakWarning
@@ -92,7 +99,7 @@ def validate_numeric_data(estimator, *args, **kwargs):
         ) from None
 
 
-def check_row_norms_finite(X, estimator_name):
+def check_row_norms_finite(X, estimator_name, compute_dtype=None):
     """Raise when a row of ``X`` is so large that its squared L2 norm overflows.
 
     Every private estimator computes row norms and products ``x · θ``; with
@@ -101,18 +108,23 @@ def check_row_norms_finite(X, estimator_name):
     silently becomes NaN. Clipping would bound the privacy loss anyway, but
     such data is almost surely unscaled, so it is rejected. The check
     compares entries with a bound that depends only on the dtype and the
-    number of columns, and the message shows no data value.
+    number of columns, and the message shows no data value. ``compute_dtype``:
+    the dtype the estimator computes in when it differs from ``X``'s (e.g.
+    float32 for the torch MLP).
     """
     data = X.data if sp.issparse(X) else X
     if data.size == 0:
         return
     n_features = X.shape[1]
-    limit = float(np.sqrt(np.finfo(data.dtype).max / (n_features + 1)))
+    dtype = np.dtype(data.dtype if compute_dtype is None else compute_dtype)
+    limit = float(np.sqrt(np.finfo(dtype).max / (n_features + 1)))
     # max and -min: two reductions, no temporary copy of X (np.abs would make one).
     if max(float(data.max()), -float(data.min())) > limit:
         raise ValueError(
             f"X of {estimator_name} has entries of magnitude above {limit:.3g}, where "
-            f"the squared L2 norm of a row overflows {data.dtype}. Scale the rows to a "
-            "data-independent bound first (e.g. sklearn.preprocessing.Normalizer, or "
-            "divide by a known bound); rows of norm <= 1 suit the default max_grad_norm."
+            f"the squared L2 norm of a row overflows {dtype}. Scale the rows to a "
+            "data-independent bound first (divide every column by a known bound; a row-wise "
+            "sklearn.preprocessing.Normalizer only when the whole record is protected, as it "
+            "mixes protected columns into public ones); rows of norm <= 1 suit the default "
+            "max_grad_norm."
         )

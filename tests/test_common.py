@@ -1,5 +1,6 @@
 """scikit-learn's estimator checks for every public estimator."""
 
+import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_fdp import (
@@ -27,7 +28,23 @@ ESTIMATORS = [
                      adaptive_clipping=False, random_state=0),
 ]
 
-# Estimator name -> {check name: reason}. Every entry must say why.
+try:  # MLPFeatureDP needs the optional torch extra; without it, test_mlp_needs_torch skips.
+    import torch  # noqa: F401
+except ImportError:  # pragma: no cover - exercised without torch
+    HAS_TORCH = False
+else:
+    HAS_TORCH = True
+    from sklearn_fdp import MLPFeatureDP
+
+    # A tiny network on the CPU (reproducible with a fixed random_state).
+    ESTIMATORS.append(
+        MLPFeatureDP(hidden_layer_sizes=(8,), private_features=[0], epsilon=50.0, delta=1e-9,
+                     epochs=3, accountant="rdp", device="cpu", random_state=0))
+
+# Estimator name -> {check name: reason}. Every entry must say why. None today:
+# every estimator is deterministic given random_state (so the idempotency and
+# pickling checks hold), and a large ε leaves enough signal for the checks that
+# fit the tiny data sets (the `poor_score` tag relaxes the accuracy ones).
 EXPECTED_FAILED: dict[str, dict[str, str]] = {}
 
 
@@ -38,3 +55,9 @@ def _expected_failed_checks(estimator):
 @parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failed_checks)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+def test_mlp_needs_torch():
+    if not HAS_TORCH:
+        pytest.skip("torch is not installed: MLPFeatureDP's estimator checks are skipped")
+    assert any(type(e).__name__ == "MLPFeatureDP" for e in ESTIMATORS)

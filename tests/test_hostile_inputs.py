@@ -9,8 +9,11 @@ Documented behaviours (see docs/threat_model.md, "Inputs"):
 * NaN / inf in X or y, text columns, empty arrays, one class: ValueError.
 * Entries so large that a row's squared L2 norm overflows (|x| ~ 1e153 in
   float64): ValueError asking to scale the rows.
-* float16 input is upcast to float64; non-contiguous and read-only arrays
-  fit exactly like a C-contiguous writable copy.
+* float16 input is upcast to float64 (float32 for MLPFeatureDP, which
+  computes in float32); non-contiguous and read-only arrays fit exactly like
+  a C-contiguous writable copy.
+* MLPFeatureDP computes in float32, so its overflow bound is float32's
+  (|x| ~ 1e18 for a few features).
 * Sparse CSR input (DPSGDClassifier, FeatureDPLogisticRegression): explicit
   zeros behave like absent entries; the other estimators reject sparse input.
 * δ >= 1/n: PrivacyLeakWarning (the fit goes on).
@@ -50,6 +53,16 @@ ESTIMATORS = {
                                          random_state=0),
     "PrivateMeanCenterer": PrivateMeanCenterer(epsilon=5.0, delta=1e-6, random_state=0),
 }
+try:  # MLPFeatureDP needs the optional torch extra
+    import torch
+except ImportError:  # pragma: no cover - exercised without torch
+    torch = None
+else:
+    from sklearn_fdp import MLPFeatureDP
+
+    ESTIMATORS["MLPFeatureDP"] = MLPFeatureDP(
+        hidden_layer_sizes=(8,), private_features=[0], label_public=True, epsilon=20.0,
+        delta=1e-6, epochs=2, accountant="rdp", device="cpu", random_state=0)
 NAMES = list(ESTIMATORS)
 CLASSIFIERS = [n for n in NAMES if n != "PrivateMeanCenterer"]
 SPARSE_OK = ["DPSGDClassifier", "FeatureDPLogisticRegression"]
@@ -120,7 +133,11 @@ def fit(est, X, y=None, **kwargs):
 
 
 def _result(est):
-    return est.mean_ if isinstance(est, PrivateMeanCenterer) else est.coef_
+    if isinstance(est, PrivateMeanCenterer):
+        return est.mean_
+    if hasattr(est, "module_"):  # MLPFeatureDP: every weight and bias, flattened
+        return np.concatenate([p.detach().numpy().ravel() for p in est.module_.parameters()])
+    return est.coef_
 
 
 # -- broken values ------------------------------------------------------------
@@ -200,7 +217,11 @@ def test_large_but_safe_magnitudes_stay_finite(data, name):
     X, y = data
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)  # no overflow anywhere
-        est = fit(make(name), X * 1e100, y)
+        # MLPFeatureDP computes in float32 (overflow bound ~1e18 here); its
+        # public gradient is unclipped, so only its DP-SGD methods (every
+        # gradient clipped) stay finite on unscaled data (see the next test).
+        est = (fit(make(name, method="dpsgd"), X * 1e15, y) if name == "MLPFeatureDP"
+               else fit(make(name), X * 1e100, y))
     assert np.all(np.isfinite(_result(est)))
 
 
@@ -213,7 +234,8 @@ def test_float16_upcast(data, name):
     X16 = X.astype(np.float16)
     est = fit(make(name), X16, y)
     ref = fit(make(name), X16.astype(np.float64), y)
-    assert _result(est).dtype == np.float64
+    # MLPFeatureDP's network is float32 (and float16 input becomes float32).
+    assert _result(est).dtype == (np.float32 if name == "MLPFeatureDP" else np.float64)
     np.testing.assert_array_equal(_result(est), _result(ref))
 
 
@@ -293,8 +315,9 @@ def test_invalid_noise_parameters(data, name, param, value):
         fit(make(name, **{param: value}), X, y)
 
 
-@pytest.mark.parametrize("name", ["DPSGDClassifier", "FeatureDPLogisticRegression",
-                                  "DPSGDFClassifier"])
+@pytest.mark.parametrize("name", [n for n in ["DPSGDClassifier", "FeatureDPLogisticRegression",
+                                               "DPSGDFClassifier", "MLPFeatureDP"]
+                                  if n in NAMES])
 def test_conflicting_privacy_parameters(data, name):
     X, y = data
     with pytest.raises(ValueError, match="give `epsilon`.*or.*`noise_multiplier`"):
@@ -395,14 +418,19 @@ def _failing_inputs(name, X, y):
     ]
     if name in CLASSIFIERS:
         cases.append(("one class", X[:, :2], np.ones(N, dtype=int), {}))
-    if name in ["DPSGDClassifier", "FeatureDPLogisticRegression", "DPSGDFClassifier"]:
+    if name in ["DPSGDClassifier", "FeatureDPLogisticRegression", "DPSGDFClassifier",
+                "MLPFeatureDP"]:
         cases.append(("budget", X[:, :2], y, {"epsilon": 0.5, "noise_multiplier": 0.5,
                                               "epsilon_mean": 0.1}
                       if name == "DPSGDFClassifier"
                       else {"epsilon": 0.5, "noise_multiplier": 0.5}))
         cases.append(("batch", X[:, :2], y, {"batch_size": N + 5}))
-    if name == "FeatureDPLogisticRegression":
+    if name in ["FeatureDPLogisticRegression", "MLPFeatureDP"]:
         cases.append(("spec", X[:, :2], y, {"private_features": [5]}))
+    if name == "MLPFeatureDP":
+        cases.append(("pretraining", X[:, :2], y, {"public_epochs": 1.0,
+                                                   "label_public": False}))
+        cases.append(("hidden", X[:, :2], y, {"hidden_layer_sizes": (0,)}))
     if name == "AdaMixClassifier":
         cases.append(("budget", X[:, :2], y, {"epsilon": 0.01}))
     return cases
@@ -426,3 +454,69 @@ def test_failing_fit_leaves_fitted_estimator_unchanged(data, name):
     # and it still predicts as before
     out = est.transform(df) if name == "PrivateMeanCenterer" else est.predict(df)
     assert len(out) == N
+
+
+# -- MLPFeatureDP specifics ------------------------------------------------------------
+
+needs_torch = pytest.mark.skipif(torch is None, reason="MLPFeatureDP needs torch")
+
+
+@needs_torch
+@pytest.mark.parametrize("param", ["public_features", "private_features"])
+def test_mlp_feature_spec_naming_the_label(data, param):
+    X, y = _frame(data)
+    spec = {"public_features": ["age", "income"], "private_features": ["sex", "income"]}
+    est = make("MLPFeatureDP", **{"private_features": None, param: spec[param]})
+    with pytest.raises(ValueError, match=f"`{param}` of MLPFeatureDP names 'income', which "
+                                         "is the label.*label_public"):
+        fit(est, X, y)
+    # method="dp" ignores the specs, so it does not look at them.
+    fit(make("MLPFeatureDP", **{"method": "dp", "private_features": None,
+                                param: spec[param]}), X, y)
+
+
+@needs_torch
+def test_mlp_public_column_named_like_the_private_label_warns(data):
+    X, y = _frame(data)
+    X["income"] = y.to_numpy() * 0.1
+    est = make("MLPFeatureDP", private_features=None, public_features=["age", "income"],
+               label_public=False)
+    with pytest.warns(PrivacyLeakWarning, match="label would leak"):
+        fit(est, X, y)
+
+
+@needs_torch
+@pytest.mark.parametrize("label_public", [True, False])
+def test_mlp_divergence_on_unscaled_data_raises(data, label_public):
+    # Documented: FDP Algorithm 1 adds the exact (unclipped) public gradient,
+    # which grows with the scale of X; when training diverges, fit raises
+    # rather than storing non-finite weights (and a fitted model is kept).
+    X, y = data
+    est = fit(make("MLPFeatureDP", label_public=label_public), X, y)
+    state = _fitted_state(est)
+    with pytest.raises(ValueError, match="diverged.*Scale the columns"):
+        fit(est, X * 1e9, y)
+    _assert_same_state(state, _fitted_state(est))
+
+
+@needs_torch
+def test_mlp_classes_unseen_in_a_poisson_batch(data):
+    # Documented: the classes are public (taken from y); a batch that misses a
+    # class (or is empty) still updates every output unit by noise only, and
+    # predict_proba has a column for every class.
+    X, y = data
+    y = y.copy()
+    y[:3] = 2  # a rare third class: most batches of ~2 rows never see it
+    est = fit(make("MLPFeatureDP", batch_size=2, epochs=1), X, y)
+    np.testing.assert_array_equal(est.classes_, [0, 1, 2])
+    proba = est.predict_proba(X)
+    assert proba.shape == (N, 3) and np.all(np.isfinite(proba))
+    np.testing.assert_allclose(proba.sum(1), 1.0)
+
+
+@needs_torch
+def test_mlp_bad_hidden_layer_sizes(data):
+    X, y = data
+    for value in [(0,), (8, -1), "8", (2.5,), (True,)]:
+        with pytest.raises(ValueError, match="`hidden_layer_sizes` of MLPFeatureDP must be"):
+            fit(make("MLPFeatureDP", hidden_layer_sizes=value), X, y)

@@ -32,7 +32,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import accounting
 from .._engine import EngineConfig, LinearLoss, run_dp_sgd
-from .._random import spawn_generators
+from .._random import NOISE_OPTIONS, spawn_generators
 from .._validation import (
     DELTA_CONSTRAINT,
     Interval,
@@ -456,6 +456,15 @@ class AdaMixClassifier(BaseDPLinearClassifier):
         Fit an intercept; it is part of every per-example gradient.
     random_state : int, RandomState instance or None, default=None
         Seeds the noise; a fixed value reproduces ``coef_``.
+    noise : {"default", "secure"}, default="default"
+        Source of the randomness privacy rests on: the Gaussian noise of the steps
+        (the private phase is full-batch). ``"default"``: NumPy PCG64 streams
+        spawned from ``random_state`` (reproducible). ``"secure"``: fresh bits
+        from the OS CSPRNG (``os.urandom``) and a Gaussian sampler hardened
+        against floating-point attacks (four Box–Muller normals summed and halved,
+        as in Opacus's ``secure_mode``); slower (user guide, "Secure noise"), and
+        ``random_state`` no longer reproduces the fit. The accounting, and so
+        ``epsilon_``, is the same.
     verbose : int, default=0
         Print the number of steps and the ε spent.
 
@@ -564,6 +573,7 @@ class AdaMixClassifier(BaseDPLinearClassifier):
         "variant": [StrOptions({"practical", "theory"})],
         "fit_intercept": ["boolean"],
         "random_state": ["random_state"],
+        "noise": [StrOptions(set(NOISE_OPTIONS))],
         "verbose": ["verbose"],
     }
 
@@ -588,6 +598,7 @@ class AdaMixClassifier(BaseDPLinearClassifier):
         variant="practical",
         fit_intercept=True,
         random_state=None,
+        noise="default",
         verbose=0,
     ):
         self.epsilon = epsilon
@@ -606,6 +617,7 @@ class AdaMixClassifier(BaseDPLinearClassifier):
         self.variant = variant
         self.fit_intercept = fit_intercept
         self.random_state = random_state
+        self.noise = noise
         self.verbose = verbose
 
     # -- helpers -------------------------------------------------------------
@@ -817,7 +829,7 @@ class AdaMixClassifier(BaseDPLinearClassifier):
             n_samples, 0.0 if theory else self.l2_regularization, theta_ref,
             subspace=self.subspace,
         )
-        gens = spawn_generators(self.random_state, 2)
+        gens = spawn_generators(self.random_state, 2, noise=self.noise)
         common = dict(steps=steps, sampling_rate=1.0, noise_multiplier=sigma,
                       max_grad_norm=self.max_grad_norm, alpha=n_priv / n_samples)
         callback = None

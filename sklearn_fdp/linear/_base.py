@@ -20,7 +20,8 @@ from .. import accounting
 from .._budget import DPSGDBudgetMixin
 from .._engine import LOSSES, LR_SCHEDULES, EngineConfig, LinearGradientOracle, LinearLoss
 from .._engine import run_dp_sgd
-from .._random import spawn_generators
+from .._outofcore import should_stream, validate_row_source
+from .._random import NOISE_OPTIONS, spawn_generators
 from .._validation import (
     DELTA_CONSTRAINT,
     NEIGHBORING_CONSTRAINT,
@@ -84,6 +85,7 @@ class BaseDPLinearClassifier(DPSGDBudgetMixin, LinearClassifierMixin, Classifier
         "accountant": [StrOptions({*accounting.ACCOUNTANTS, "auto"})],
         "neighboring": NEIGHBORING_CONSTRAINT,
         "random_state": ["random_state"],
+        "noise": [StrOptions(set(NOISE_OPTIONS))],
         "verbose": ["verbose"],
     }
 
@@ -126,17 +128,32 @@ class BaseDPLinearClassifier(DPSGDBudgetMixin, LinearClassifierMixin, Classifier
 
     # -- fitting -------------------------------------------------------------
 
+    def _streams_out_of_core(self):
+        """Whether ``fit`` reads an out-of-core ``X`` batch by batch.
+
+        True unless a subclass transforms the validated ``X`` as a whole
+        (its own ``_validate_training_data``, e.g. DPSGDF's row scaling);
+        such estimators read a memmap or dask array into memory instead.
+        """
+        return (type(self)._validate_training_data
+                is BaseDPLinearClassifier._validate_training_data)
+
     def _validate_training_data(self, X, y):
-        X, y = validate_numeric_data(
-            self,
-            X,
-            y,
-            accept_sparse=self._accept_sparse,
-            dtype=[np.float64, np.float32],
-            order="C",
-            y_numeric=False,
-        )
-        check_row_norms_finite(X, type(self).__name__)
+        if should_stream(X) and self._streams_out_of_core():
+            # A large numpy.memmap / dask array: checked in chunks, rows read
+            # per batch (sklearn_fdp._outofcore); the same model as in memory.
+            X, y = validate_row_source(self, X, y)
+        else:
+            X, y = validate_numeric_data(
+                self,
+                X,
+                y,
+                accept_sparse=self._accept_sparse,
+                dtype=[np.float64, np.float32],
+                order="C",
+                y_numeric=False,
+            )
+            check_row_norms_finite(X, type(self).__name__)
         check_classification_targets(y)
         encoder = LabelEncoder().fit(y)
         if len(encoder.classes_) < 2:
@@ -162,7 +179,9 @@ class BaseDPLinearClassifier(DPSGDBudgetMixin, LinearClassifierMixin, Classifier
         n_outputs = 1 if len(classes) == 2 else len(classes)
         loss = LinearLoss(self._loss_name(), n_outputs)
         y_enc = loss.encode(y_index)
-        gens = spawn_generators(self.random_state, 4)
+        # noise="secure": the batch coins and the noise come from the OS CSPRNG.
+        gens = spawn_generators(self.random_state, 4, noise=self.noise,
+                                private_streams=(_SAMPLE, _NOISE))
         private_oracle, public_oracle = self._make_oracles(X, y_enc, loss, gens[_PUBLIC])
 
         n_rows = n_features + int(self.fit_intercept)
@@ -294,4 +313,6 @@ class BaseDPLinearClassifier(DPSGDBudgetMixin, LinearClassifierMixin, Classifier
         tags.input_tags.sparse = True
         # A private model is noisier than its non-private twin by design.
         tags.classifier_tags.poor_score = True
+        # noise="secure" draws from the OS CSPRNG: random_state does not fix the fit.
+        tags.non_deterministic = getattr(self, "noise", "default") == "secure"
         return tags

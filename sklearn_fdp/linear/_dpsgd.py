@@ -75,6 +75,15 @@ class DPSGDClassifier(BaseDPLinearClassifier):
         (``accountant="pld"`` or ``"auto"``).
     random_state : int, RandomState instance or None, default=None
         Seeds the batches and the noise; a fixed value reproduces ``coef_``.
+    noise : {"default", "secure"}, default="default"
+        Source of the randomness privacy rests on: the Poisson batch coins and the
+        Gaussian noise of the steps. ``"default"``: NumPy PCG64 streams spawned
+        from ``random_state`` (reproducible). ``"secure"``: fresh bits from the OS
+        CSPRNG (``os.urandom``) and a Gaussian sampler hardened against
+        floating-point attacks (four Box–Muller normals summed and halved, as in
+        Opacus's ``secure_mode``); slower (user guide, "Secure noise"), and
+        ``random_state`` no longer reproduces the fit. The accounting, and so
+        ``epsilon_``, is the same.
     verbose : int, default=0
         Print the ε spent after every epoch.
 
@@ -153,6 +162,7 @@ class DPSGDClassifier(BaseDPLinearClassifier):
         accountant="auto",
         neighboring="add_remove",
         random_state=None,
+        noise="default",
         verbose=0,
     ):
         self.loss = loss
@@ -171,6 +181,7 @@ class DPSGDClassifier(BaseDPLinearClassifier):
         self.accountant = accountant
         self.neighboring = neighboring
         self.random_state = random_state
+        self.noise = noise
         self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)

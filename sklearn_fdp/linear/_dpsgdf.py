@@ -11,6 +11,7 @@ from .. import accounting
 from .._engine import LinearGradientOracle
 from .._preprocessing import scale_rows
 from .._validation import Interval, StrOptions, _fit_context, atomic_fit
+from .._random import secure_if
 from ._base import BaseDPLinearClassifier
 
 VARIANTS = ("practical", "analysed")
@@ -264,6 +265,16 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
         noise multiplier.
     random_state : int, RandomState instance or None, default=None
         Seeds the mean's noise, the batches and the gradient noise.
+    noise : {"default", "secure"}, default="default"
+        Source of the randomness privacy rests on: the Poisson batch coins, the
+        noise of the steps and that of the private mean (and quantile).
+        ``"default"``: NumPy PCG64 streams spawned from ``random_state``
+        (reproducible). ``"secure"``: fresh bits from the OS CSPRNG
+        (``os.urandom``) and a Gaussian sampler hardened against floating-point
+        attacks (four Box–Muller normals summed and halved, as in Opacus's
+        ``secure_mode``); slower (user guide, "Secure noise"), and
+        ``random_state`` no longer reproduces the fit. The accounting, and so
+        ``epsilon_``, is the same.
     verbose : int, default=0
         Print the ε of the gradient steps after every epoch (without the
         mean's share).
@@ -399,6 +410,7 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
         accountant="auto",
         neighboring="add_remove",
         random_state=None,
+        noise="default",
         verbose=0,
     ):
         self.loss = loss
@@ -421,6 +433,7 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
         self.accountant = accountant
         self.neighboring = neighboring
         self.random_state = random_state
+        self.noise = noise
         self.verbose = verbose
 
     # -- hooks of BaseDPLinearClassifier -------------------------------------
@@ -487,6 +500,7 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
         # batches and the gradient noise. The fitted attributes are set in
         # ``fit`` once the engine has run (a failed fit leaves none).
         (mean_rng,) = public_rng.spawn(1)
+        mean_rng = secure_if(mean_rng, self.noise)  # private noise: CSPRNG if secure
         if self.variant == "analysed":
             X_aug = self._analysed_preprocess(X, mean_rng)
             return super()._make_oracles(X_aug, y_enc, loss, public_rng)

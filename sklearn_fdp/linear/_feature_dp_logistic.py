@@ -13,7 +13,7 @@ from .._engine._feature_dp import (
     FeatureDPPublicOracle,
 )
 from .._validation import Interval, StrOptions, _fit_context, atomic_fit
-from ..features import resolve_feature_spec
+from ..features import resolve_feature_spec, spec_feature_names
 from ._base import BaseDPLinearClassifier
 
 # Step size of the noise-free public pretraining when learning_rate="auto":
@@ -148,6 +148,16 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         (``accountant="pld"`` or ``"auto"``).
     random_state : int, RandomState instance or None, default=None
         Seeds the batches and the noise; a fixed value reproduces ``coef_``.
+    noise : {"default", "secure"}, default="default"
+        Source of the randomness privacy rests on: the Poisson batch coins and the
+        Gaussian noise of the steps. ``"default"``: NumPy PCG64 streams spawned
+        from ``random_state`` (reproducible). ``"secure"``: fresh bits from the OS
+        CSPRNG (``os.urandom``) and a Gaussian sampler hardened against
+        floating-point attacks (four Box–Muller normals summed and halved, as in
+        Opacus's ``secure_mode``); slower (user guide, "Secure noise"), and
+        ``random_state`` no longer reproduces the fit (it still seeds the public
+        batches, the padding and the pretraining). The accounting, and so
+        ``epsilon_``, is the same.
     verbose : int, default=0
         Print the ε spent after every epoch.
 
@@ -159,6 +169,10 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Defined when ``X`` has string column names.
+    feature_names_ : ndarray of str of shape (n_features_in_,) or None
+        Column names the feature specs were resolved against:
+        ``feature_names_in_``, else the ``feature_names`` passed to ``fit``
+        (as :class:`~sklearn_fdp.pipeline.PrivatePipeline` does), else None.
     epsilon_ : float
         ε the run actually spent at ``delta_`` (≤ ``epsilon``).
     delta_ : float
@@ -273,6 +287,7 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         accountant="auto",
         neighboring="add_remove",
         random_state=None,
+        noise="default",
         verbose=0,
     ):
         self.public_features = public_features
@@ -298,6 +313,7 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         self.accountant = accountant
         self.neighboring = neighboring
         self.random_state = random_state
+        self.noise = noise
         self.verbose = verbose
 
     # -- hooks of BaseDPLinearClassifier -------------------------------------
@@ -368,11 +384,13 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
     def _setup_fit(self, X, batch_size):
         n_samples, n_features = X.shape
         name = type(self).__name__
+        # fit stored its `feature_names` argument here; resolve it against X.
+        self.feature_names_ = spec_feature_names(self, n_features, self.feature_names_)
         self.public_mask_ = resolve_feature_spec(
             self.public_features,
             self.private_features,
             n_features,
-            getattr(self, "feature_names_in_", None),
+            self.feature_names_,
             name,
             label_public=self.label_public,
         )
@@ -471,7 +489,7 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
 
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
-    def fit(self, X, y):
+    def fit(self, X, y, feature_names=None):
         """Fit the model with FDP Algorithm 1 (or pretraining + DP-SGD).
 
         Parameters
@@ -481,9 +499,17 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
             (e.g. scaled to norm ≤ 1); clipping bounds each gradient anyway.
         y : array-like of shape (n_samples,)
             Class labels.
+        feature_names : sequence of str or None, default=None
+            Names of X's columns, used only to resolve column names in
+            ``public_features``/``private_features`` when X has none (e.g.
+            the sparse output of a ColumnTransformer).
+            :func:`sklearn_fdp.pipeline.make_private_pipeline` passes them;
+            they are stored in ``feature_names_``, not in
+            ``feature_names_in_``.
 
         Returns
         -------
         self : FeatureDPLogisticRegression
         """
+        self.feature_names_ = feature_names  # validated against X in _setup_fit
         return self._fit_engine(X, y)

@@ -37,16 +37,21 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .. import accounting
 from .._engine import PoissonSampler, UniformSampler
 from .._engine._feature_dp import PUBLIC_LOSSES
-from .._random import spawn_generators
+from .._progress import progress_reporter
+from .._random import NOISE_OPTIONS, spawn_generators
 from .._validation import (
     DELTA_CONSTRAINT,
     NEIGHBORING_CONSTRAINT,
     Interval,
     StrOptions,
     _fit_context,
+    atomic_fit,
     check_delta_vs_n,
+    check_row_norms_finite,
+    validate_numeric_data,
 )
-from ..features import resolve_feature_spec
+from ..features import resolve_feature_spec, spec_feature_names
+from ..linear._feature_dp_logistic import FeatureDPLogisticRegression
 from .._budget import DPSGDBudgetMixin
 
 __all__ = ["MLPFeatureDP"]
@@ -123,6 +128,33 @@ def _build_module(torch, sizes, activation, generator):
             layers.append(act())
     module = torch.nn.Sequential(*layers)
     module.requires_grad_(False)
+    return module
+
+
+# Hidden-layer module class name -> ``activation`` value (to rebuild a module).
+_ACT_NAMES = {"ReLU": "relu", "Tanh": "tanh", "Sigmoid": "logistic", "Identity": "identity"}
+
+
+def _module_to_arrays(module):
+    """A plain, torch-free description of a trained module: activation and weights."""
+    activations = [_ACT_NAMES[type(layer).__name__] for layer in module
+                   if type(layer).__name__ in _ACT_NAMES]
+    return {
+        "activation": activations[0] if activations else "identity",
+        "parameters": [p.detach().cpu().numpy().copy() for p in module.parameters()],
+    }
+
+
+def _module_from_arrays(saved):
+    """Inverse of :func:`_module_to_arrays`; the module is on the CPU."""
+    torch = _import_torch()
+    params = saved["parameters"]
+    weights = params[::2]  # (weight, bias) per Linear layer
+    sizes = (weights[0].shape[1], *(w.shape[0] for w in weights))
+    module = _build_module(torch, sizes, saved["activation"], torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        for p, value in zip(module.parameters(), params):
+            p.copy_(torch.from_numpy(np.asarray(value)))
     return module
 
 
@@ -406,6 +438,16 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
     random_state : int, RandomState instance or None, default=None
         Seeds the initialisation, the batches, the padding and the noise; on
         the CPU a fixed value reproduces the fit.
+    noise : {"default", "secure"}, default="default"
+        Source of the randomness privacy rests on: the Poisson batch coins and the
+        Gaussian noise (drawn on the CPU and copied to ``device``). ``"default"``:
+        NumPy PCG64 streams spawned from ``random_state`` (reproducible).
+        ``"secure"``: fresh bits from the OS CSPRNG (``os.urandom``) and a
+        Gaussian sampler hardened against floating-point attacks (four Box–Muller
+        normals summed and halved, as in Opacus's ``secure_mode``); slower (user
+        guide, "Secure noise"), and ``random_state`` no longer reproduces the fit
+        (it still seeds the initialisation, the public batches and the padding).
+        The accounting, and so ``epsilon_``, is the same.
     verbose : int, default=0
         Print, after every epoch, the mean training loss of that epoch's
         private batches and the ε spent so far.
@@ -416,6 +458,10 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Defined when ``X`` has string column names.
+    feature_names_ : ndarray of str of shape (n_features_in_,) or None
+        Column names the feature specs were resolved against:
+        ``feature_names_in_``, else the ``feature_names`` passed to ``fit``
+        (as :class:`~sklearn_fdp.pipeline.PrivatePipeline` does), else None.
     module_ : torch.nn.Sequential
         The trained network, on the CPU.
     device_ : str
@@ -515,6 +561,7 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
         "device": [StrOptions({"auto", "cpu", "cuda"})],
         "per_example": [StrOptions({"outer", "vmap"})],
         "random_state": ["random_state"],
+        "noise": [StrOptions(set(NOISE_OPTIONS))],
         "verbose": ["verbose"],
     }
 
@@ -544,6 +591,7 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
         device="auto",
         per_example="outer",
         random_state=None,
+        noise="default",
         verbose=0,
     ):
         _import_torch()  # fail early, with the install hint
@@ -570,7 +618,12 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
         self.device = device
         self.per_example = per_example
         self.random_state = random_state
+        self.noise = noise
         self.verbose = verbose
+
+    # The linear model's rule: a feature spec naming the label (``y.name``) raises,
+    # and a public column named like a private label warns.
+    _check_label_in_spec = FeatureDPLogisticRegression._check_label_in_spec
 
     def _hidden_sizes(self):
         name = type(self).__name__
@@ -595,6 +648,8 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
         super()._check_params(X, y)  # the budget rules of every DP-SGD fit
         name = type(self).__name__
         self._hidden_sizes()
+        if self.method != "dp":  # "dp" ignores the feature specs
+            self._check_label_in_spec(X, y)
         if self.public_epochs > 0 and self.method == "dp":
             raise ValueError(
                 f"public_epochs={self.public_epochs!r} of {name} needs public data, but "
@@ -609,7 +664,10 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
             )
 
     def _validate_training_data(self, X, y):
-        X, y = validate_data(self, X, y, dtype=[np.float32, np.float64], y_numeric=False)
+        X, y = validate_numeric_data(self, X, y, dtype=[np.float32, np.float64],
+                                     y_numeric=False)
+        # The network computes in float32: reject rows whose squared norm overflows it.
+        check_row_norms_finite(X, type(self).__name__, compute_dtype=np.float32)
         check_classification_targets(y)
         encoder = LabelEncoder().fit(y)
         if len(encoder.classes_) < 2:
@@ -629,7 +687,7 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
                 self.public_features,
                 self.private_features,
                 n_features,
-                getattr(self, "feature_names_in_", None),
+                self.feature_names_,
                 name,
                 label_public=self.label_public,
             )
@@ -651,7 +709,8 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
             self.public_batch_size_ = int(self.public_batch_size)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    @atomic_fit
+    def fit(self, X, y, feature_names=None):
         """Train the network privately.
 
         Parameters
@@ -661,6 +720,12 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
             range; clipping bounds every per-example gradient anyway.
         y : array-like of shape (n_samples,)
             Class labels.
+        feature_names : sequence of str or None, default=None
+            Names of X's columns, used only to resolve column names in
+            ``public_features``/``private_features`` when X has none.
+            :func:`sklearn_fdp.pipeline.make_private_pipeline` passes them;
+            they are stored in ``feature_names_``, not in
+            ``feature_names_in_``.
 
         Returns
         -------
@@ -677,10 +742,13 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
         batch_size = self._resolve_batch_size(n_samples)
         sampling_rate = batch_size / n_samples
         steps = max(1, math.ceil(self.epochs * n_samples / batch_size))
+        self.feature_names_ = spec_feature_names(self, n_features, feature_names)
         self._resolve_features(n_features, batch_size, n_samples)
         sigma, event, spent, accountant = self._budget(n_samples, sampling_rate, steps)
 
-        gens = spawn_generators(self.random_state, 4)
+        # noise="secure": the batch coins and the noise come from the OS CSPRNG.
+        gens = spawn_generators(self.random_state, 4, noise=self.noise,
+                                private_streams=(_SAMPLE, _NOISE))
         # Three children of the public stream: public batches, their padding,
         # and the padding of the private batch's ℓ_pub term (FDP Alg. 1).
         pub_sample_rng, pub_pad_rng, priv_pad_rng = gens[_PUBLIC].spawn(3)
@@ -710,6 +778,14 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
         self._run_private(torch, trainer, n_samples, sampling_rate, steps, sigma, alpha,
                           accountant, gens, pub_sample_rng, pub_pad_rng, priv_pad_rng)
         trainer.write_back()
+        # A check of the released (DP) weights only: post-processing, no privacy cost.
+        if not all(bool(torch.isfinite(p).all()) for p in module.parameters()):
+            raise ValueError(
+                f"Training of {name} diverged: the trained weights are not finite. The "
+                "public gradient (public pretraining, and ℓ_pub of method='alg1') is not "
+                "clipped and grows with the scale of X. Scale the columns to a "
+                "data-independent range (e.g. [-1, 1]) or lower learning_rate."
+            )
 
         self.classes_ = classes
         self.module_ = module
@@ -732,7 +808,8 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
         device = trainer.device
         diff = self.method == "alg1"
         sampler = PoissonSampler(n_samples, sampling_rate, gens[_SAMPLE])
-        noise_gen = _torch_generator(torch, gens[_NOISE], device)
+        secure = self.noise == "secure"
+        noise_gen = None if secure else _torch_generator(torch, gens[_NOISE], device)
         priv_pad_gen = _torch_generator(torch, priv_pad_rng, device) if diff else None
         if diff:
             pub_sampler = UniformSampler(n_samples, self.public_batch_size_, pub_sample_rng)
@@ -743,6 +820,7 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
         lr, mu = float(self.learning_rate), float(self.momentum)
         steps_per_epoch = max(1, round(1 / sampling_rate))
         losses = []
+        report = progress_reporter(steps)  # None unless a progress hook is installed
         for t in range(steps):
             idx = torch.as_tensor(sampler.sample(), device=device)
             if len(idx):
@@ -750,14 +828,20 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
             else:
                 grads = {k: torch.zeros_like(v) for k, v in trainer.params.items()}
             for g in grads.values():
-                g.add_(torch.randn(g.shape, generator=noise_gen, device=device),
-                       alpha=noise_std)
+                if secure:  # hardened CSPRNG normals, drawn on the CPU
+                    z = torch.from_numpy(gens[_NOISE].standard_normal(tuple(g.shape)))
+                    z = z.to(device=device, dtype=g.dtype)
+                else:
+                    z = torch.randn(g.shape, generator=noise_gen, device=device)
+                g.add_(z, alpha=noise_std)
                 g.div_(normaliser)
             if diff:
                 g_pub = trainer.public_grad(
                     torch.as_tensor(pub_sampler.sample(), device=device), pub_pad_gen)
                 grads = {k: g_pub[k] + alpha * g for k, g in grads.items()}
             trainer.step(grads, velocity, lr, mu)
+            if report is not None:
+                report(t + 1)
             if self.verbose:
                 if len(idx):
                     losses.append(trainer.batch_loss(idx))
@@ -844,9 +928,32 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
         proba = self.predict_proba(X)
         return self.classes_[np.argmax(proba, axis=1)]
 
+    # -- persistence -----------------------------------------------------------
+
+    def __getstate__(self):
+        """Pickle/skops state: ``module_`` as NumPy arrays, not torch objects.
+
+        skops cannot rebuild torch tensors, and arrays load anywhere (no CUDA
+        or torch pickle protocol involved); :meth:`__setstate__` rebuilds the
+        module on the CPU.
+        """
+        state = super().__getstate__()
+        if "module_" in state:
+            state = dict(state)
+            state["module_"] = _module_to_arrays(state["module_"])
+        return state
+
+    def __setstate__(self, state):
+        if isinstance(state.get("module_"), dict):
+            state = dict(state)
+            state["module_"] = _module_from_arrays(state["module_"])
+        super().__setstate__(state)
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = False
         # A private model is noisier than its non-private twin by design.
         tags.classifier_tags.poor_score = True
+        # noise="secure" draws from the OS CSPRNG: random_state does not fix the fit.
+        tags.non_deterministic = self.noise == "secure"
         return tags
