@@ -333,3 +333,23 @@ def test_background_noise_gives_bit_identical_fits(monkeypatch):
                                  sample_rng=np.random.default_rng(1),
                                  noise_rng=np.random.default_rng(2)).theta)
     np.testing.assert_array_equal(thetas[0], thetas[1])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("block_bytes", [16, 64, 1000, 8 << 20])
+def test_column_subset_norms_blockwise_equal_the_whole_selection(monkeypatch, dtype, block_bytes):
+    # FDP's public-column norms are computed block by block (no copy of
+    # X[:, public]); they must be the whole selection's norms bit for bit,
+    # including when the last block would hold a single row.
+    from sklearn_fdp._engine import _feature_dp
+    from sklearn_fdp._engine._linear import squared_row_norms
+
+    monkeypatch.setattr(_feature_dp, "_NORM_BLOCK_BYTES", block_bytes)
+    rng = np.random.default_rng(3)
+    for n, d in [(1, 4), (2, 3), (7, 5), (1001, 37)]:
+        X = rng.standard_normal((n, d)).astype(dtype)
+        cols = np.flatnonzero(rng.random(d) < 0.7)
+        got = _feature_dp.column_subset_squared_norms(X, cols)
+        want = squared_row_norms(X[:, cols])
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)

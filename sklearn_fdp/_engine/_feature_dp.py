@@ -34,10 +34,42 @@ import scipy.sparse as sp
 from scipy.special import expit, softmax
 
 from .._kernels import clip_factors, outer_difference_norms
+from .._outofcore import is_row_source
 from ._linear import squared_row_norms
 from ._samplers import UniformSampler
 
 PUBLIC_LOSSES = ("mask", "gaussian_pad")
+
+
+# Rows per block when the squared norms of a column subset are computed block
+# by block (a few MiB of temporary copy instead of the whole subset).
+_NORM_BLOCK_BYTES = 8 << 20
+
+
+def column_subset_squared_norms(X, cols):
+    """``‖x_i[cols]‖²`` of every row, without copying ``X[:, cols]`` whole.
+
+    Dense ``X`` is processed in row blocks of about ``_NORM_BLOCK_BYTES``;
+    each block is laid out as the whole selection would be (numpy puts a
+    column selection in column-major order) and has at least two rows, so
+    the values equal ``squared_row_norms(X[:, cols])`` bit for bit (einsum's
+    summation order follows the layout, and differs for a single row).
+    Sparse and out-of-core inputs go through their own paths.
+    """
+    if sp.issparse(X) or is_row_source(X) or X.ndim != 2:
+        return squared_row_norms(X[:, cols])
+    n = X.shape[0]
+    step = max(2, _NORM_BLOCK_BYTES // max(1, len(cols) * X.itemsize))
+    if step >= n:
+        return squared_row_norms(X[:, cols])
+    out = np.empty(n, dtype=np.result_type(X.dtype, np.float32))
+    start = 0
+    while start < n:
+        stop = n if n - (start + step) < 2 else start + step
+        sub = X[start:stop][:, cols]
+        out[start:stop] = np.einsum("ij,ij->i", sub, sub)
+        start = stop
+    return out
 
 
 class _PublicView:
@@ -53,9 +85,11 @@ class _PublicView:
         self.pad = public_loss == "gaussian_pad" and len(self.private_idx) > 0
         self.fit_intercept = bool(fit_intercept)
         self.mask_col = self.public_mask.astype(X.dtype)[:, None]
-        # ‖x_pub‖² over the public columns, and the private columns (for padding).
-        self.pub_norm_sq = squared_row_norms(X[:, np.flatnonzero(self.public_mask)])
-        self.X_priv = X[:, self.private_idx] if self.pad else None
+        # ‖x_pub‖² over the public columns.
+        self.pub_norm_sq = column_subset_squared_norms(X, np.flatnonzero(self.public_mask))
+        # Private columns for padding: CSR keeps a (nnz-sized) copy; dense rows
+        # are gathered per batch instead of copying X[:, private] whole.
+        self.X_priv = X[:, self.private_idx] if self.pad and sp.issparse(X) else None
 
     def draw_padding(self, m, rng, dtype):
         if not self.pad:
@@ -82,7 +116,10 @@ class _PublicView:
         """``x~ · x~_pub`` per row (intercept included)."""
         out = self.pub_norm_sq[idx].copy()
         if G is not None:
-            Xq = self.X_priv[idx]
+            if self.X_priv is not None:
+                Xq = self.X_priv[idx]
+            else:  # the layout of X[:, private][idx], so the sums match bit for bit
+                Xq = np.ascontiguousarray(self.X[idx][:, self.private_idx])
             if sp.issparse(Xq):
                 out += np.asarray(Xq.multiply(G).sum(axis=1)).ravel()
             else:
