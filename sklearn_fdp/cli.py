@@ -37,7 +37,6 @@ pipeline, so :func:`sklearn_fdp.privacy_report` sees data-independent steps.
 """
 
 import argparse
-import copy
 import importlib
 import json
 import math
@@ -619,29 +618,11 @@ def _save(model, path):
     import skops.io as sio
     from sklearn.pipeline import Pipeline
 
-    est = model[-1]
-    if hasattr(est, "module_"):  # MLPFeatureDP: skops cannot store torch modules
-        est = copy.copy(est)
-        est.module_state_ = {k: v.detach().cpu().numpy()
-                             for k, v in est.module_.state_dict().items()}
-        del est.module_
-        model = Pipeline([*model.steps[:-1], (model.steps[-1][0], est)])
+    # MLPFeatureDP stores its torch module as NumPy arrays (its __getstate__).
     try:
         sio.dump(model, path)
     except OSError as exc:
         raise CLIError(f"cannot write --out {path!r}: {exc.strerror}.") from None
-
-
-def _restore_mlp(est):
-    torch = importlib.import_module("torch")
-    from .neural._mlp import _build_module
-
-    sizes = (int(est.n_features_in_), *est._hidden_sizes(), len(est.classes_))
-    module = _build_module(torch, sizes, est.activation, torch.Generator())
-    module.load_state_dict({k: torch.as_tensor(np.asarray(v))
-                            for k, v in est.module_state_.items()})
-    est.module_ = module
-    del est.module_state_
 
 
 def _trusted(name):
@@ -694,8 +675,6 @@ def _load(path):
     if not (isinstance(model, Pipeline) and model.steps[0][0] == "preprocess"):
         raise CLIError(f"{path!r} holds a {type(model).__name__}, not a pipeline written by "
                        "'sklearn-fdp train'.")
-    if hasattr(model[-1], "module_state_"):
-        _restore_mlp(model[-1])
     return model
 
 

@@ -419,3 +419,16 @@ def test_python_dash_m_and_console_script():
     done = subprocess.run([str(script), "report", "--help"], capture_output=True, text=True,
                           env=env, timeout=120)
     assert done.returncode == 0 and "--json" in done.stdout
+
+
+
+def test_mlp_model_file_loads_with_plain_skops(data):
+    # MLPFeatureDP persists itself (weights as arrays), so a CLI file needs no
+    # special loader: skops.io.load with the listed types predicts the same.
+    pytest.importorskip("torch")
+    tmp, train, test = data
+    out = tmp / "mlp.skops"
+    assert _train(train, out, model="fdp-mlp") == 0
+    plain = sio.load(out, trusted=sio.get_untrusted_types(file=str(out)))
+    X = pd.read_csv(test).drop(columns=["y"])
+    np.testing.assert_array_equal(plain.predict_proba(X), _load(str(out)).predict_proba(X))
