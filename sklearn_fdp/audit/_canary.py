@@ -149,8 +149,23 @@ def _one_run_epsilon(m, r, v, delta, confidence, *, tol=1e-6):
 # -- results -----------------------------------------------------------------
 
 
+class _ClaimCheck:
+    """What both audit results share: the claim test and the bound's text."""
+
+    @property
+    def refutes_claim(self):
+        """True when the lower bound exceeds the claimed ε (the claim is wrong)."""
+        return self.claimed_epsilon is not None and self.epsilon_lower_bound > \
+            self.claimed_epsilon
+
+    def _bound_text(self):
+        claim = "none" if self.claimed_epsilon is None else f"{self.claimed_epsilon:.3g}"
+        return (f"ε lower bound {self.epsilon_lower_bound:.3f} (confidence "
+                f"{self.confidence:g}, δ={self.delta:g}) vs claimed {claim}")
+
+
 @dataclass(frozen=True)
-class CanaryAuditResult:
+class CanaryAuditResult(_ClaimCheck):
     """What :func:`canary_audit` measured.
 
     Returned by :func:`canary_audit`; the fields are read-only attributes.
@@ -214,12 +229,6 @@ class CanaryAuditResult:
     canary_in: np.ndarray = field(repr=False)
     calibration: np.ndarray = field(repr=False)
 
-    @property
-    def refutes_claim(self):
-        """True when the lower bound exceeds the claimed ε (the claim is wrong)."""
-        return self.claimed_epsilon is not None and self.epsilon_lower_bound > \
-            self.claimed_epsilon
-
     def summary(self):
         """A one-line report.
 
@@ -228,10 +237,8 @@ class CanaryAuditResult:
         line : str
             The bound, its confidence and δ, the claim and the evidence.
         """
-        claim = "none" if self.claimed_epsilon is None else f"{self.claimed_epsilon:.3g}"
         return (
-            f"ε lower bound {self.epsilon_lower_bound:.3f} (confidence {self.confidence:g}, "
-            f"δ={self.delta:g}) vs claimed {claim}; {self.n_runs} runs "
+            f"{self._bound_text()}; {self.n_runs} runs "
             f"({self.n_calibration} calibration), TPR {self.tpr:.3f} "
             f"[{self.tpr_interval[0]:.3f}, {self.tpr_interval[1]:.3f}], FPR {self.fpr:.3f} "
             f"[{self.fpr_interval[0]:.3f}, {self.fpr_interval[1]:.3f}]"
@@ -239,7 +246,7 @@ class CanaryAuditResult:
 
 
 @dataclass(frozen=True)
-class OneRunAuditResult:
+class OneRunAuditResult(_ClaimCheck):
     """What :func:`canary_audit_one_run` measured.
 
     Returned by :func:`canary_audit_one_run`; the fields are read-only
@@ -288,12 +295,6 @@ class OneRunAuditResult:
     scores: np.ndarray = field(repr=False)
     canary_in: np.ndarray = field(repr=False)
 
-    @property
-    def refutes_claim(self):
-        """True when the lower bound exceeds the claimed ε (the claim is wrong)."""
-        return self.claimed_epsilon is not None and self.epsilon_lower_bound > \
-            self.claimed_epsilon
-
     def summary(self):
         """A one-line report.
 
@@ -302,10 +303,8 @@ class OneRunAuditResult:
         line : str
             The bound, its confidence and δ, the claim and the evidence.
         """
-        claim = "none" if self.claimed_epsilon is None else f"{self.claimed_epsilon:.3g}"
         return (
-            f"ε lower bound {self.epsilon_lower_bound:.3f} (confidence {self.confidence:g}, "
-            f"δ={self.delta:g}) vs claimed {claim}; one run, {self.n_canaries} canaries, "
+            f"{self._bound_text()}; one run, {self.n_canaries} canaries, "
             f"{self.n_correct}/{self.n_guesses} guesses correct"
         )
 
