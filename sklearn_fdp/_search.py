@@ -6,6 +6,7 @@ from types import SimpleNamespace
 from numbers import Real
 
 import numpy as np
+from scipy import stats
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.utils import check_random_state
 from sklearn.utils._indexing import _safe_indexing
@@ -13,7 +14,9 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_consistent_length, check_is_fitted
 
 from . import accounting
+from ._random import NOISE_OPTIONS
 from ._report import _walk, protected_unit
+from ._secure import SecureGenerator
 from ._validation import Interval, StrOptions, _fit_context
 from .exceptions import PrivacyLeakWarning
 
@@ -100,6 +103,14 @@ default="truncated_negative_binomial"
         trials. The final estimator's own ``random_state`` is replaced by a
         fresh seed per trial: the analysis needs independent runs, and one
         fixed seed would give every trial the same noise.
+    noise : {"default", "secure"}, default="default"
+        ``"secure"``: the search's privacy-relevant draws -- the number of
+        trials ``K`` and the score noise -- come from the OS CSPRNG
+        (:class:`~sklearn_fdp._secure.SecureGenerator`, as the estimators'
+        ``noise="secure"``), and every trial's estimator that has a
+        ``noise`` parameter runs with ``noise="secure"`` too. ``random_state``
+        then seeds only the public draws (configurations, split) and the
+        search is not reproducible. Same accounting as ``"default"``.
     verbose : int, default=0
         Print each trial's configuration (public) as it starts.
 
@@ -190,6 +201,7 @@ default="truncated_negative_binomial"
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "score_noise_multiplier": [Interval(Real, 0, None, closed="neither")],
         "random_state": ["random_state"],
+        "noise": [StrOptions(set(NOISE_OPTIONS))],
         "verbose": ["verbose"],
     }
 
@@ -211,6 +223,7 @@ default="truncated_negative_binomial"
         validation_fraction=0.2,
         score_noise_multiplier=10.0,
         random_state=None,
+        noise="default",
         verbose=0,
     ):
         self.estimator = estimator
@@ -223,6 +236,7 @@ default="truncated_negative_binomial"
         self.validation_fraction = validation_fraction
         self.score_noise_multiplier = score_noise_multiplier
         self.random_state = random_state
+        self.noise = noise
         self.verbose = verbose
 
     # -- checks --------------------------------------------------------------
@@ -259,11 +273,11 @@ default="truncated_negative_binomial"
                         f"list or a distribution with an `rvs` method, got {values!r}.")
         return dists
 
-    def _sample_trials(self, rng):
-        """K and K configurations, from the public stream only."""
+    def _sample_trials(self, rng, secure=False):
+        """K and K configurations; K from the OS CSPRNG when ``secure``."""
         mean = float(self.n_iter)
         if self.trials_distribution == "poisson":
-            k = int(rng.poisson(mean))
+            k = _secure_poisson(mean) if secure else int(rng.poisson(mean))
             if k == 0:
                 raise RuntimeError(
                     f"{type(self).__name__} drew K = 0 trials (Poisson, mean "
@@ -271,7 +285,7 @@ default="truncated_negative_binomial"
                     "trials_distribution='truncated_negative_binomial', or another "
                     "random_state.")
         else:
-            k = _sample_truncated_negative_binomial(rng, float(self.shape), mean)
+            k = _sample_truncated_negative_binomial(rng, float(self.shape), mean, secure)
         dists = self._check_distributions()
         configs = []
         for _ in range(k):
@@ -353,7 +367,8 @@ default="truncated_negative_binomial"
         public_seed, split_seed, noise_seed, trial_seed = rng.randint(0, 2**31 - 1, size=4)
         perm = np.random.RandomState(split_seed).permutation(n_samples)
         train_idx, val_idx = np.sort(perm[:n_train]), np.sort(perm[n_train:])
-        configs = self._sample_trials(np.random.RandomState(public_seed))
+        secure = self.noise == "secure"
+        configs = self._sample_trials(np.random.RandomState(public_seed), secure)
         trial_seeds = np.random.RandomState(trial_seed).randint(0, 2**31 - 1, len(configs))
         score_event = accounting.gaussian_event(float(self.score_noise_multiplier))
 
@@ -375,7 +390,7 @@ default="truncated_negative_binomial"
 
         X_train, y_train = _safe_indexing(X, train_idx), _safe_indexing(y, train_idx)
         X_val, y_val = _safe_indexing(X, val_idx), np.asarray(_safe_indexing(y, val_idx))
-        noise_rng = np.random.default_rng(noise_seed)
+        noise_rng = SecureGenerator() if secure else np.random.default_rng(noise_seed)
         best = None
         trial_events = []
         for i, cfg in enumerate(configs):
@@ -389,6 +404,8 @@ default="truncated_negative_binomial"
             if "random_state" in _final(est).get_params():
                 # Trials must be independent runs (Papernot-Steinke): fresh seeds.
                 extra[prefix + "random_state"] = int(trial_seeds[i])
+            if secure and "noise" in _final(est).get_params():
+                extra[prefix + "noise"] = "secure"
             est.set_params(**extra)
             with warnings.catch_warnings():
                 # The trial's own δ check is about its own claim, not the search's.
@@ -528,14 +545,37 @@ default="truncated_negative_binomial"
         return hasattr(self, "best_estimator_")
 
 
-def _sample_truncated_negative_binomial(rng, shape, mean):
+def _secure_uniform_open():
+    """A CSPRNG uniform in (0, 1) (a draw of exactly 0 is redrawn)."""
+    gen = SecureGenerator()
+    while True:
+        u = gen.random()
+        if u > 0.0:
+            return u
+
+
+def _secure_poisson(mean):
+    """K ~ Poisson(mean) by inversion of a CSPRNG uniform."""
+    return int(stats.poisson.ppf(_secure_uniform_open(), mean))
+
+
+def _sample_truncated_negative_binomial(rng, shape, mean, secure=False):
     """K >= 1 with P(K = k) ∝ C(k+η-1, k)(1-γ)^k (η > 0) or (1-γ)^k / k (η = 0).
 
     γ is the one dp-accounting's RDP accountant derives from (η, mean).
+    ``secure``: by inversion of a CSPRNG uniform (``rng`` unused), the
+    negative binomial conditioned on K >= 1 through its CDF.
     """
     gamma = accounting.truncated_negative_binomial_gamma(shape, mean)
     if gamma >= 1:
         return 1
+    if secure:
+        u = _secure_uniform_open()
+        if shape == 0:
+            return max(1, int(stats.logser.ppf(u, 1 - gamma)))
+        p0 = stats.nbinom.pmf(0, shape, gamma)
+        q = min(p0 + u * (1 - p0), np.nextafter(1.0, 0.0))  # ppf(1) would be inf
+        return max(1, int(stats.nbinom.ppf(q, shape, gamma)))
     if shape == 0:
         return int(rng.logseries(1 - gamma))
     while True:  # negative binomial conditioned on K >= 1

@@ -196,3 +196,51 @@ def test_trials_use_independent_seeds(data):
                                   {"momentum": [0.0]}, epsilon=2.0, delta=1e-5, n_iter=3,
                                   trials_distribution="poisson", random_state=3).fit(X, y)
     assert s.best_estimator_.random_state != 7
+
+
+def test_secure_search_draws_k_and_score_noise_from_the_csprng(monkeypatch, data):
+    # noise="secure": K and the score noise come from os.urandom (not from
+    # random_state), every trial's estimator runs with noise="secure", and the
+    # accounting is unchanged.
+    from sklearn_fdp import _secure
+
+    calls = []
+    real = _secure._urandom
+    monkeypatch.setattr(_secure, "_urandom", lambda n: calls.append(n) or real(n))
+    X, y = data
+    kw = dict(epsilon=2.0, delta=1e-5, n_iter=3, random_state=0)
+    est = DPSGDClassifier(epochs=1, accountant="rdp")
+    secure = PrivateRandomizedSearchCV(est, {"learning_rate": [0.5, 1.0]}, noise="secure",
+                                       **kw).fit(X, y)
+    assert calls  # OS randomness was read
+    assert secure.best_estimator_.noise == "secure"
+    default = PrivateRandomizedSearchCV(est, {"learning_rate": [0.5, 1.0]}, **kw).fit(X, y)
+    assert default.best_estimator_.noise == "default"
+    assert secure.epsilon_ == default.epsilon_
+    assert secure.noise_multiplier_ == default.noise_multiplier_
+
+
+@pytest.mark.parametrize("distribution, shape", [("poisson", 1.0),
+                                                  ("truncated_negative_binomial", 1.0),
+                                                  ("truncated_negative_binomial", 0.0),
+                                                  ("truncated_negative_binomial", 2.5)])
+def test_secure_trial_counts_follow_the_law(distribution, shape):
+    # The inversion sampler has the law of the seeded one: compare the mean of
+    # 4,000 secure draws of K with the law's mean (Poisson) or with the mean of
+    # 200,000 seeded draws; 4 standard errors of the difference (a false
+    # failure has probability ~6e-5); K >= 1 always for the truncated law.
+    from sklearn_fdp._search import _secure_poisson
+
+    mean = 5.0
+    if distribution == "poisson":
+        draws = np.array([_secure_poisson(mean) for _ in range(4000)])
+        law_mean, law_var, n_ref = mean, mean, np.inf
+    else:
+        draws = np.array([_sample_truncated_negative_binomial(None, shape, mean, secure=True)
+                          for _ in range(4000)])
+        seeded = np.random.RandomState(0)
+        ref = np.array([_sample_truncated_negative_binomial(seeded, shape, mean)
+                        for _ in range(200_000)])
+        assert draws.min() >= 1
+        law_mean, law_var, n_ref = ref.mean(), ref.var(), len(ref)
+    assert abs(draws.mean() - law_mean) < 4 * np.sqrt(law_var / len(draws) + law_var / n_ref)
