@@ -25,11 +25,14 @@ while its public part Ψ(x) may leak. Estimators take the split as either
 The result is a boolean ``public_mask`` of length ``n_features``.
 """
 
+import warnings
 from numbers import Integral
 
 import numpy as np
 
-__all__ = ["resolve_feature_spec", "spec_feature_names"]
+from .exceptions import PrivacyLeakWarning
+
+__all__ = ["check_label_in_spec", "resolve_feature_spec", "spec_feature_names"]
 
 
 # What to do when a spec names columns but X has none (e.g. the array a
@@ -244,3 +247,49 @@ def spec_feature_names(estimator, n_features, feature_names):
             f"({list(names_in)[:5]!r}...). Leave feature_names=None when X is a DataFrame."
         )
     return np.asarray(names, dtype=object)
+
+
+def check_label_in_spec(estimator, X, y):
+    """Reject a feature spec of ``estimator`` that names the label (``y.name``).
+
+    The label is not a column of ``X``; whether it is public is set by
+    ``label_public``. If ``X`` also has a column of that name and it is
+    declared public while the label is private, warn: the protected label
+    would leak through the public column.
+    """
+    label = getattr(y, "name", None)
+    if label is None:
+        return
+    label = str(label)
+    columns = getattr(X, "columns", None)
+    columns = [] if columns is None else [str(c) for c in columns]
+    name = type(estimator).__name__
+    for param in ("public_features", "private_features"):
+        spec = getattr(estimator, param)
+        if isinstance(spec, str):
+            entries = [spec]
+        elif isinstance(spec, (list, tuple, np.ndarray)):
+            entries = [e for e in spec if isinstance(e, str)]
+        else:
+            entries = []
+        if label not in entries:
+            continue
+        if label not in columns:
+            status = ("make it public with label_public=True"
+                      if param == "public_features"
+                      else "it is protected already with label_public=False")
+            raise ValueError(
+                f"`{param}` of {name} names {label!r}, which is the label (the "
+                f"name of y), not a column of X. Drop {label!r} from {param}: the "
+                f"label's status is set by `label_public` (now {estimator.label_public!r}); "
+                f"{status}."
+            )
+        if param == "public_features" and not estimator.label_public:
+            warnings.warn(
+                f"X of {name} has a column {label!r} named like the label y, and "
+                "public_features declares it public while the label is protected "
+                "(label_public=False): the label would leak through that column. "
+                f"Drop the column from X or from public_features.",
+                PrivacyLeakWarning,
+                stacklevel=5,
+            )

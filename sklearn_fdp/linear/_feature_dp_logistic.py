@@ -13,7 +13,7 @@ from .._engine._feature_dp import (
     FeatureDPPublicOracle,
 )
 from .._validation import Interval, StrOptions, _fit_context, atomic_fit
-from ..features import resolve_feature_spec, spec_feature_names
+from ..features import check_label_in_spec, resolve_feature_spec, spec_feature_names
 from ._base import BaseDPLinearClassifier
 
 # Step size of the noise-free public pretraining when learning_rate="auto":
@@ -321,58 +321,9 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
     def _loss_name(self):
         return "log_loss"
 
-    def _check_label_in_spec(self, X, y):
-        """Reject a feature spec that names the label (``y.name``) instead of a column.
-
-        The label is not a column of ``X``; whether it is public is set by
-        ``label_public``. If ``X`` also has a column of that name and it is
-        declared public while the label is private, warn: the protected label
-        would leak through the public column.
-        """
-        label = getattr(y, "name", None)
-        if label is None:
-            return
-        label = str(label)
-        columns = getattr(X, "columns", None)
-        columns = [] if columns is None else [str(c) for c in columns]
-        name = type(self).__name__
-        for param in ("public_features", "private_features"):
-            spec = getattr(self, param)
-            if isinstance(spec, str):
-                entries = [spec]
-            elif isinstance(spec, (list, tuple, np.ndarray)):
-                entries = [e for e in spec if isinstance(e, str)]
-            else:
-                entries = []
-            if label not in entries:
-                continue
-            if label not in columns:
-                status = ("make it public with label_public=True"
-                          if param == "public_features"
-                          else "it is protected already with label_public=False")
-                raise ValueError(
-                    f"`{param}` of {name} names {label!r}, which is the label (the "
-                    f"name of y), not a column of X. Drop {label!r} from {param}: the "
-                    f"label's status is set by `label_public` (now {self.label_public!r}); "
-                    f"{status}."
-                )
-            if param == "public_features" and not self.label_public:
-                import warnings
-
-                from ..exceptions import PrivacyLeakWarning
-
-                warnings.warn(
-                    f"X of {name} has a column {label!r} named like the label y, and "
-                    "public_features declares it public while the label is protected "
-                    "(label_public=False): the label would leak through that column. "
-                    f"Drop the column from X or from public_features.",
-                    PrivacyLeakWarning,
-                    stacklevel=4,
-                )
-
     def _check_params(self, X, y):
         super()._check_params(X, y)
-        self._check_label_in_spec(X, y)
+        check_label_in_spec(self, X, y)
         if self.public_epochs != "auto" and self.public_epochs > 0 and not self.label_public:
             raise ValueError(
                 f"public_epochs={self.public_epochs!r} of {type(self).__name__} needs "

@@ -50,8 +50,7 @@ from .._validation import (
     check_row_norms_finite,
     validate_numeric_data,
 )
-from ..features import resolve_feature_spec, spec_feature_names
-from ..linear._feature_dp_logistic import FeatureDPLogisticRegression
+from ..features import check_label_in_spec, resolve_feature_spec, spec_feature_names
 from .._budget import DPSGDBudgetMixin
 
 __all__ = ["MLPFeatureDP"]
@@ -621,10 +620,6 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
         self.noise = noise
         self.verbose = verbose
 
-    # The linear model's rule: a feature spec naming the label (``y.name``) raises,
-    # and a public column named like a private label warns.
-    _check_label_in_spec = FeatureDPLogisticRegression._check_label_in_spec
-
     def _hidden_sizes(self):
         name = type(self).__name__
         sizes = self.hidden_layer_sizes
@@ -649,7 +644,7 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
         name = type(self).__name__
         self._hidden_sizes()
         if self.method != "dp":  # "dp" ignores the feature specs
-            self._check_label_in_spec(X, y)
+            check_label_in_spec(self, X, y)
         if self.public_epochs > 0 and self.method == "dp":
             raise ValueError(
                 f"public_epochs={self.public_epochs!r} of {name} needs public data, but "
