@@ -112,14 +112,15 @@ class _PublicView:
             out += np.einsum("ij,ij->i", G, G)
         return out + (1.0 if self.fit_intercept else 0.0)
 
-    def cross(self, idx, G):
-        """``x~ · x~_pub`` per row (intercept included)."""
+    def cross(self, idx, G, Xb=None):
+        """``x~ · x~_pub`` per row (intercept included); ``Xb``: the batch's rows, if gathered."""
         out = self.pub_norm_sq[idx].copy()
         if G is not None:
             if self.X_priv is not None:
                 Xq = self.X_priv[idx]
             else:  # the layout of X[:, private][idx], so the sums match bit for bit
-                Xq = np.ascontiguousarray(self.X[idx][:, self.private_idx])
+                rows = self.X[idx] if Xb is None else Xb
+                Xq = np.ascontiguousarray(rows[:, self.private_idx])
             if sp.issparse(Xq):
                 out += np.asarray(Xq.multiply(G).sum(axis=1)).ravel()
             else:
@@ -215,13 +216,13 @@ class FeatureDPPrivateOracle:
             Z = Z + theta[self.n_features]
         return Z
 
-    def per_example_norms(self, idx, theta, R, R_pub, G):
+    def per_example_norms(self, idx, theta, R, R_pub, G, Xb=None):
         """Closed-form ``‖x~ rᵀ − x~_pub r_pubᵀ‖`` per example (numba kernel)."""
         out = np.empty(len(idx), dtype=np.float64)
         outer_difference_norms(self.x_norm_sq[idx], np.asarray(R, dtype=np.float64),
                                self.view.norm_sq(idx, G),
                                np.asarray(R_pub, dtype=np.float64),
-                               self.view.cross(idx, G), out)
+                               self.view.cross(idx, G, Xb), out)
         return out
 
     def __call__(self, idx, theta):
@@ -236,7 +237,7 @@ class FeatureDPPrivateOracle:
         R_pub = _public_residual(self.loss, self.view.decision(Xb, theta, G), yb,
                                  self.label_public)
         if np.isfinite(self.max_grad_norm):
-            norms = self.per_example_norms(idx, theta, R, R_pub, G)
+            norms = self.per_example_norms(idx, theta, R, R_pub, G, Xb)
             scale = np.empty_like(norms)
             clip_factors(norms, self.max_grad_norm, scale)
             scale = scale[:, None].astype(R.dtype, copy=False)
