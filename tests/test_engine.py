@@ -16,7 +16,7 @@ from sklearn_fdp._engine import (
     run_dp_sgd,
 )
 from sklearn_fdp._engine._lazy import lazy_noise_applies, run_lazy_sparse
-from sklearn_fdp._engine._noise import NoiseStream
+from sklearn_fdp._engine._noise import NoiseStream, NormalStream
 from sklearn_fdp._random import spawn_generators
 
 from ._reference import clipped_sum, per_example_gradients
@@ -295,6 +295,40 @@ def test_lazy_and_eager_noise_give_the_same_distribution(k, average_start):
     eager, lazy = np.array(eager), np.array(lazy)
     p_values = [stats.ks_2samp(eager[:, j], lazy[:, j]).pvalue for j in range(eager.shape[1])]
     assert min(p_values) > 1e-3 / len(p_values)
+
+
+@pytest.mark.parametrize("average_start", [None, 12])
+def test_lazy_chunking_changes_nothing(average_start, monkeypatch):
+    # Steps go to the kernel in chunks of drawn-ahead batches; one step per
+    # call must give the same model bit for bit (no normal is skipped while
+    # the stream's first block lasts).
+    from sklearn_fdp._engine import _lazy
+
+    oracle, n = _sparse_problem(3)
+    cfg = _lazy_config(0.9, average_start)
+    theta0 = np.zeros((oracle.n_features + 1, 3))
+
+    def fit():
+        return run_lazy_sparse(theta0, oracle, n, cfg, sample_rng=np.random.default_rng(8),
+                               noise_rng=np.random.default_rng(9), block_length=7).theta
+
+    chunked = fit()
+    monkeypatch.setattr(_lazy, "MAX_CHUNK_STEPS", 1)
+    np.testing.assert_array_equal(fit(), chunked)
+
+
+def test_normal_stream_fresh_skips_only_a_short_remainder():
+    rng = np.random.default_rng(3)
+    want = np.random.default_rng(3).standard_normal(3 * 64)
+    with NormalStream(rng, block=64, background=False) as s:
+        assert s.available() == 0
+        s.advance(s.fresh(10).shape[0] - 3)  # 3 left of the first block: < 64 / 16
+        assert s.available() == 3
+        v = s.fresh(8)  # skips the 3, starts the second block without a copy
+        np.testing.assert_array_equal(v, want[64:128])
+        s.advance(40)  # 24 left: not short, so the next view joins them to block 3
+        v = s.fresh(30)
+        np.testing.assert_array_equal(v, want[104:192])
 
 
 def test_noise_stream_background_draws_the_same_sequence():

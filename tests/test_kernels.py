@@ -75,12 +75,14 @@ def test_lazy_residuals_and_scatter_match_reference(n, d, k, loss, dtype):
     S[:, :k] = theta[:d]
     S[:, k] = t
     q = np.zeros(2)
+    tables = [np.full(1, np.nan) for _ in range(3)]
+    K.catch_up_tables(t, t, q, q, q, False, *tables)
+    assert [tab[0] for tab in tables] == [0.0, 0.0, 0.0]  # nothing pending: no noise
     idx = np.random.default_rng(1).integers(0, n, size=n)
     R = np.empty((n, k))
     used = K.lazy_clipped_residuals(A.indptr, A.indices, A.data, idx, y.astype(np.float64), S, k,
                                     theta[d].astype(np.float64), K.loss_code(loss, k), x_norm_sq,
-                                    0.5, t, t, q, q, q, False, np.empty(0), 0,
-                                    np.empty(A.nnz + 1, dtype=np.int64), R)
+                                    0.5, t, t, *tables, False, np.zeros(2 * k), 0, R)
     assert used == 0
     grads = per_example_gradients(X[idx].astype(np.float64), y[idx], theta.astype(np.float64),
                                   loss, k, True)

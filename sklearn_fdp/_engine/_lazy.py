@@ -18,11 +18,16 @@ import math
 
 import numpy as np
 
-from .._kernels import csr_scatter_add, flush, lazy_clipped_residuals
+from .._kernels import catch_up_tables, flush, lazy_steps
 from .._progress import progress_reporter
 from ._linear import LinearGradientOracle
 from ._noise import NormalStream
 from ._samplers import PoissonSampler
+
+
+# Most steps one kernel call runs (the chunk is also cut where the normals
+# already drawn run out).
+MAX_CHUNK_STEPS = 256
 
 
 def lazy_noise_applies(private_oracle, config, *, public_oracle, noise_mask, noise_fn,
@@ -42,10 +47,21 @@ def lazy_noise_applies(private_oracle, config, *, public_oracle, noise_mask, noi
 
 
 class _NoNormals:
-    """Stand-in for :class:`NormalStream` in a noise-free run (σ = 0 uses none)."""
+    """Stand-in for :class:`NormalStream` in a noise-free run (σ = 0 uses none).
+
+    The branch-free kernels still read (and multiply by 0) a few entries.
+    """
+
+    def __init__(self, k):
+        self._zeros = np.zeros(2 * k)
 
     def view(self, need):
-        return np.empty(0)
+        return self._zeros
+
+    fresh = view
+
+    def available(self):
+        return math.inf
 
     def advance(self, used):
         assert used == 0
@@ -104,40 +120,55 @@ def run_lazy_sparse(theta0, oracle, n_samples, config, *, sample_rng, noise_rng,
     S[:, :k] = theta0[:d]
     intercept = np.array(theta0[d], dtype=np.float64) if oracle.fit_intercept else np.empty(0)
     intercept_sum = np.zeros(k)
+    step_scale = -eta / normaliser
+    longest = max((g - f for f, g in zip(starts[:-1], starts[1:])), default=0)
+    sd, slope, resid_sd = (np.empty(longest + 1) for _ in range(3))
     residuals = np.empty((0, k), dtype=np.float64)
-    cols = np.empty(0, dtype=np.int64)
+    indptr = X.indptr
+    pending = None  # a batch drawn for the next chunk
 
     report = progress_reporter(cfg.steps)  # None unless a progress hook is installed
-    with NormalStream(noise_rng) if noise_std > 0 else _NoNormals() as normals:
+    with NormalStream(noise_rng) if noise_std > 0 else _NoNormals(k) as normals:
         for f, g in zip(starts[:-1], starts[1:]):
             q0, q1, q2 = _block_prefix_sums(c2, f, g)
             tail = averaged and f >= t0
-            per_coord = k * (2 if tail else 1)
-            for t in range(f, g):
-                idx = sampler.sample()
-                m = len(idx)
-                if m:
-                    nnz = int((X.indptr[idx + 1] - X.indptr[idx]).sum())
-                    if cols.shape[0] < nnz:
-                        cols = np.empty(2 * nnz, dtype=np.int64)
-                    if residuals.shape[0] < m:
-                        residuals = np.empty((2 * m, k), dtype=np.float64)
-                    R = residuals[:m]
-                    used = lazy_clipped_residuals(
-                        X.indptr, X.indices, X.data, idx, oracle.y_kernel, S, k, intercept,
-                        oracle.code, oracle.x_norm_sq, oracle.max_grad_norm, t, f, q0, q1, q2,
-                        tail, normals.view(nnz * per_coord), 0, cols, R)
-                    normals.advance(used)
-                    csr_scatter_add(X.indptr, X.indices, X.data, idx, R, -eta[t] / normaliser, S)
-                if oracle.fit_intercept:
-                    g_b = R.sum(axis=0) if m else np.zeros(k)
-                    if noise_std > 0:
-                        g_b += noise_std * normals.take(k)
-                    intercept -= (eta[t] / normaliser) * g_b
-                    if tail:
-                        intercept_sum += intercept
+            # Normals reserved per non-zero (used when its coordinate is
+            # pending) and per step (the intercept's).
+            per_nnz, per_step = (k * (2 if tail else 1), k) if noise_std > 0 else (0, 0)
+            t = f
+            while t < g:
+                # A chunk of steps whose normals are already drawn (at least
+                # one step). Batches are drawn ahead from the sampler's own
+                # generator, so the batches do not depend on the chunking;
+                # it decides only where a short remainder of drawn normals
+                # is skipped (NormalStream.fresh), never which normal a
+                # coordinate gets twice: each is a fresh N(0, 1) either way.
+                avail = normals.available()
+                batches, need = [], 2 * k  # 2 k read (times 0) past the last
+                while t + len(batches) < g and len(batches) < MAX_CHUNK_STEPS:
+                    batch = sampler.sample() if pending is None else pending
+                    pending = None
+                    nb = int((indptr[batch + 1] - indptr[batch]).sum()) * per_nnz + per_step
+                    if batches and need + nb > avail:
+                        pending = batch
+                        break
+                    batches.append(batch)
+                    need += nb
+                batch_ptr = np.zeros(len(batches) + 1, dtype=np.intp)
+                np.cumsum([len(b) for b in batches], out=batch_ptr[1:])
+                largest = int(np.diff(batch_ptr).max())
+                if residuals.shape[0] < largest:
+                    residuals = np.empty((2 * largest, k), dtype=np.float64)
+                used = lazy_steps(
+                    indptr, X.indices, X.data, np.concatenate(batches).astype(np.intp),
+                    batch_ptr, oracle.y_kernel, S, k, intercept, intercept_sum, oracle.code,
+                    oracle.x_norm_sq, oracle.max_grad_norm, t, f, step_scale, noise_std,
+                    q0, q1, q2, tail, normals.fresh(need), 0, residuals, sd, slope, resid_sd)
+                normals.advance(used)
+                t += len(batches)
             # Flush: every coordinate's pending noise up to the block's end.
-            used = flush(S, k, g, f, q0, q1, q2, tail, normals.view(d * per_coord))
+            catch_up_tables(g, f, q0, q1, q2, tail, sd, slope, resid_sd)
+            used = flush(S, k, g, f, sd, slope, resid_sd, tail, normals.fresh(d * per_nnz + 2 * k))
             normals.advance(used)
             if report is not None:
                 report(g)

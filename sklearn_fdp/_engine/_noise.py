@@ -146,6 +146,23 @@ class NormalStream(_AheadDraws):
             self._pos = 0
         return self._buf[self._pos:]
 
+    def available(self):
+        """How many unused normals are already drawn (no wait, no copy)."""
+        return self._buf.shape[0] - self._pos
+
+    def fresh(self, need):
+        """Like :meth:`view`, but a short remainder of the current block is skipped.
+
+        When fewer than ``need`` normals are left and they are under a
+        sixteenth of a block, they are dropped (never used: the sequence
+        handed out is still i.i.d. N(0, 1), each normal used at most once)
+        and the view starts on a new block, without copying it.
+        """
+        if self.available() < need and self.available() * 16 < self.block:
+            self._buf = self._buf[:0]
+            self._pos = 0
+        return self.view(need)
+
     def advance(self, used):
         self._pos += int(used)
 

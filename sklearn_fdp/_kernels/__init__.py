@@ -28,13 +28,21 @@ from ._linear import (
     outer_difference_norms,
     residual_row,
 )
-from ._sparse import csr_scatter_add, csr_squared_row_norms, flush, lazy_clipped_residuals
+from ._sparse import (
+    catch_up_tables,
+    csr_scatter_add,
+    csr_squared_row_norms,
+    flush,
+    lazy_clipped_residuals,
+    lazy_steps,
+)
 
 __all__ = [
     "BINARY_HINGE",
     "BINARY_LOG",
     "MULTI_HINGE",
     "MULTI_LOG",
+    "catch_up_tables",
     "clip_factors",
     "clip_residuals",
     "csr_clipped_sum",
@@ -43,6 +51,7 @@ __all__ = [
     "dense_clipped_sum",
     "flush",
     "lazy_clipped_residuals",
+    "lazy_steps",
     "loss_code",
     "outer_difference_norms",
     "residual_row",

@@ -53,97 +53,136 @@ def csr_squared_row_norms(indptr, data, out):
 # which its noise is pending (a float; exact for any realistic step count).
 # On a million columns the batch touches scattered rows; keeping the three
 # together costs one cache miss per touched coordinate instead of three.
-
-
-@njit(cache=True, inline="always")
-def _catch_up_one(S, j, k, b, block_start, q0, q1, q2, tail, normals, used):
-    """Apply coordinate ``j``'s noise of steps ``last .. b-1``; return normals used."""
-    w = S.shape[1] - 1
-    a = int(S[j, w]) - block_start
-    S[j, w] = b
-    bb = b - block_start
-    if a >= bb:
-        return used
-    v0 = q0[bb] - q0[a]
-    if not tail:
-        if v0 > 0.0:
-            sd = math.sqrt(v0)
-            for c in range(k):
-                S[j, c] += sd * normals[used]
-                used += 1
-        return used
-    width = bb - a
-    if not v0 > 0.0:  # no noise (non-private run): the deterministic part only
-        for c in range(k):
-            S[j, k + c] += width * S[j, c]
-        return used
-    sd = math.sqrt(v0)
-    # Σ c_u² (b-u) and Σ c_u² (b-u)², with u and b relative to the block.
-    s1 = q1[bb] - q1[a]
-    s2 = q2[bb] - q2[a]
-    cov = bb * v0 - s1
-    var_a = bb * bb * v0 - 2.0 * bb * s1 + s2
-    slope = cov / v0
-    resid = var_a - slope * cov
-    resid_sd = math.sqrt(resid) if resid > 0.0 else 0.0
-    for c in range(k):
-        d_theta = sd * normals[used]
-        S[j, k + c] += width * S[j, c] + slope * d_theta + resid_sd * normals[used + 1]
-        S[j, c] += d_theta
-        used += 2
-    return used
+#
+# A catch-up to step ``b`` depends on the coordinate only through its age
+# ``a = last - f`` (``f`` the block's first step): :func:`catch_up_tables`
+# computes the noise coefficients of every age once per step (O(block)
+# square roots), and the per-non-zero work is table lookups. The read of
+# ``S[j, -1]`` is a cache miss on wide data, so the catch-up is branch-free:
+# a coordinate already caught up this step (age ``b - f``) has coefficient
+# 0 and uses no normals, without a mispredicted branch stalling the misses
+# of the following non-zeros.
 
 
 @njit(cache=True)
-def flush(S, k, b, block_start, q0, q1, q2, tail, normals):
-    """Catch every coordinate up to step ``b``; ``normals``: ``d k`` (``2 d k`` in the tail).
+def catch_up_tables(b, block_start, q0, q1, q2, tail, sd, slope, resid_sd):
+    """Noise coefficients of a catch-up to step ``b``, for every age ``a`` in ``0 .. b - f``.
 
-    Returns the number of normals used.
+    A coordinate pending since step ``f + a`` receives ``sd[a] e₁`` on its
+    weight and, in the tail, ``width θ + slope[a] sd[a] e₁ + resid_sd[a] e₂``
+    on its tail sum (``width = b - f - a``, ``e₁, e₂`` standard normals).
+    ``sd[a] = 0`` (no noise: an empty window, or σ = 0) means no normals are
+    used.
+    """
+    bb = b - block_start
+    for a in range(bb + 1):
+        v0 = q0[bb] - q0[a]
+        if not v0 > 0.0:
+            sd[a] = 0.0
+            slope[a] = 0.0
+            resid_sd[a] = 0.0
+            continue
+        sd[a] = math.sqrt(v0)
+        if tail:
+            # Σ c_u² (b-u) and Σ c_u² (b-u)², with u and b relative to the block.
+            s1 = q1[bb] - q1[a]
+            s2 = q2[bb] - q2[a]
+            cov = bb * v0 - s1
+            var_a = bb * bb * v0 - 2.0 * bb * s1 + s2
+            slope[a] = cov / v0
+            resid = var_a - slope[a] * cov
+            resid_sd[a] = math.sqrt(resid) if resid > 0.0 else 0.0
+
+
+@njit(cache=True, inline="always")
+def _catch_up(S, j, k, b, block_start, sd, slope, resid_sd, tail, normals, used):
+    """Apply coordinate ``j``'s pending noise up to step ``b``; return the new ``used``.
+
+    Branch-free: ``normals`` must have ``2 k`` readable entries past ``used``
+    even when none is used.
+    """
+    w = S.shape[1] - 1
+    a = int(S[j, w]) - block_start
+    S[j, w] = b
+    s = sd[a]
+    if tail:
+        width = (b - block_start) - a
+        sl = slope[a]
+        rs = resid_sd[a]
+        for c in range(k):
+            d_theta = s * normals[used + 2 * c]
+            S[j, k + c] += width * S[j, c] + sl * d_theta + rs * normals[used + 2 * c + 1]
+            S[j, c] += d_theta
+        return used + 2 * k * int(s > 0.0)
+    for c in range(k):
+        S[j, c] += s * normals[used + c]
+    return used + k * int(s > 0.0)
+
+
+@njit(cache=True, inline="always")
+def _catch_up_1(S, j, b, block_start, sd, slope, resid_sd, tail, normals, used):
+    """:func:`_catch_up` for ``k = 1`` (same arithmetic, scalar code)."""
+    w = S.shape[1] - 1
+    a = int(S[j, w]) - block_start
+    S[j, w] = b
+    s = sd[a]
+    if tail:
+        d_theta = s * normals[used]
+        S[j, 1] += ((b - block_start) - a) * S[j, 0] + slope[a] * d_theta + resid_sd[a] * normals[used + 1]
+        S[j, 0] += d_theta
+        return used + 2 * int(s > 0.0)
+    S[j, 0] += s * normals[used]
+    return used + int(s > 0.0)
+
+
+@njit(cache=True)
+def flush(S, k, b, block_start, sd, slope, resid_sd, tail, normals):
+    """Catch every coordinate up to step ``b`` (tables from :func:`catch_up_tables` at ``b``).
+
+    ``normals``: ``d k`` (``2 d k`` in the tail) plus ``2 k`` readable
+    entries. Returns the number of normals used.
     """
     used = 0
     for j in range(S.shape[0]):
-        used = _catch_up_one(S, j, k, b, block_start, q0, q1, q2, tail, normals, used)
+        used = _catch_up(S, j, k, b, block_start, sd, slope, resid_sd, tail, normals, used)
     return used
 
 
 @njit(cache=True)
 def lazy_clipped_residuals(indptr, indices, data, idx, y, S, k, intercept, code, x_norm_sq,
-                           clip, t, block_start, q0, q1, q2, tail, normals, used, cols, out):
+                           clip, t, block_start, sd, slope, resid_sd, tail, normals, used, out):
     """Clipped residuals ``c_i r_i`` of the CSR rows ``idx`` at step ``t``, lazily.
 
-    Three passes over the batch's non-zeros: (1) collect the distinct
-    coordinates whose noise is pending (a tight loop, so the processor
-    overlaps the cache misses of a scattered million-row state), (2) catch
-    each up to step ``t`` from ``normals[used:]``, (3) per row, the decision
-    values, residual, norm and clip factor, ``c_i r_i`` written to
-    ``out[ii]``. ``intercept`` (length k, or empty) is the bias; ``cols``
-    is scratch space of at least the batch's number of non-zeros. The
-    clipped gradient sum is ``Σ_i x~_i out[i]ᵀ`` (:func:`csr_scatter_add`).
-    Returns the new ``used``.
+    One pass over the batch's non-zeros: each coordinate is caught up to
+    step ``t`` (from ``normals[used:]``, in order of first appearance; the
+    tables come from :func:`catch_up_tables` at ``t``) and read into the
+    row's decision values; then the residual, norm and clip factor, with
+    ``c_i r_i`` written to ``out[ii]``. ``intercept`` (length k, or empty) is
+    the bias. The clipped gradient sum is ``Σ_i x~_i out[i]ᵀ``
+    (:func:`csr_scatter_add`). Returns the new ``used``.
     """
-    w = S.shape[1] - 1
-    n_cols = 0
-    for ii in range(idx.shape[0]):
-        i = idx[ii]
-        for p in range(indptr[i], indptr[i + 1]):
-            j = indices[p]
-            last = S[j, w]
-            if last != t and last >= 0.0:
-                cols[n_cols] = j
-                n_cols += 1
-                S[j, w] = -1.0 - last  # mark as collected (negative), keeping ``last``
-    for jj in range(n_cols):
-        j = cols[jj]
-        S[j, w] = -1.0 - S[j, w]
-        used = _catch_up_one(S, j, k, t, block_start, q0, q1, q2, tail, normals, used)
     z = np.empty(k)
     r = np.empty(k)
+    if k == 1:  # binary: scalar decision value, kept in a register
+        b0 = intercept[0] if intercept.shape[0] else 0.0
+        for ii in range(idx.shape[0]):
+            i = idx[ii]
+            z0 = b0
+            for p in range(indptr[i], indptr[i + 1]):
+                j = indices[p]
+                used = _catch_up_1(S, j, t, block_start, sd, slope, resid_sd, tail, normals, used)
+                z0 += data[p] * S[j, 0]
+            z[0] = z0
+            _clipped_residual_row(z, y[i], code, x_norm_sq[i], clip, r)
+            out[ii, 0] = r[0]
+        return used
     for ii in range(idx.shape[0]):
         i = idx[ii]
         for c in range(k):
             z[c] = intercept[c] if intercept.shape[0] else 0.0
         for p in range(indptr[i], indptr[i + 1]):
             j = indices[p]
+            used = _catch_up(S, j, k, t, block_start, sd, slope, resid_sd, tail, normals, used)
             v = data[p]
             for c in range(k):
                 z[c] += v * S[j, c]
@@ -160,6 +199,13 @@ def csr_scatter_add(indptr, indices, data, idx, R, scale, theta):
     ``k = R.shape[1]``; ``theta`` may have more columns (the lazy state).
     """
     k = R.shape[1]
+    if k == 1:  # binary: the row's scaled residual in a register
+        for ii in range(idx.shape[0]):
+            i = idx[ii]
+            r = R[ii, 0]
+            for p in range(indptr[i], indptr[i + 1]):
+                theta[indices[p], 0] += (scale * data[p]) * r
+        return
     for ii in range(idx.shape[0]):
         i = idx[ii]
         for p in range(indptr[i], indptr[i + 1]):
@@ -167,3 +213,43 @@ def csr_scatter_add(indptr, indices, data, idx, R, scale, theta):
             v = scale * data[p]
             for c in range(k):
                 theta[j, c] += v * R[ii, c]
+
+
+@njit(cache=True)
+def lazy_steps(indptr, indices, data, batches, batch_ptr, y, S, k, intercept, intercept_sum,
+               code, x_norm_sq, clip, t_first, block_start, step_scale, noise_std, q0, q1, q2,
+               tail, normals, used, R, sd, slope, resid_sd):
+    """Run the steps ``t_first ..`` of one block; the batch of step ``t_first + s`` is
+    ``batches[batch_ptr[s]:batch_ptr[s + 1]]``.
+
+    Per step: the catch-up tables, the clipped residuals
+    (:func:`lazy_clipped_residuals`), the scatter of ``step_scale[t] Σ_i
+    x_i c_i r_iᵀ`` into the weights, and the intercept's update with its
+    eager noise ``noise_std e`` (``k`` normals after the step's catch-ups).
+    ``step_scale[t] = -η_t / (q n)``. ``R``: scratch of at least the largest
+    batch's rows; ``sd, slope, resid_sd``: scratch of the block's length + 1.
+    Returns the new ``used``.
+    """
+    for s in range(batch_ptr.shape[0] - 1):
+        t = t_first + s
+        idx = batches[batch_ptr[s]:batch_ptr[s + 1]]
+        m = idx.shape[0]
+        Rm = R[:m]
+        catch_up_tables(t, block_start, q0, q1, q2, tail, sd, slope, resid_sd)
+        used = lazy_clipped_residuals(indptr, indices, data, idx, y, S, k, intercept, code,
+                                      x_norm_sq, clip, t, block_start, sd, slope, resid_sd, tail,
+                                      normals, used, Rm)
+        csr_scatter_add(indptr, indices, data, idx, Rm, step_scale[t], S)
+        if intercept.shape[0]:
+            for c in range(k):
+                g_b = 0.0
+                for ii in range(m):
+                    g_b += Rm[ii, c]
+                if noise_std > 0.0:
+                    g_b += noise_std * normals[used + c]
+                intercept[c] += step_scale[t] * g_b
+                if tail:
+                    intercept_sum[c] += intercept[c]
+            if noise_std > 0.0:
+                used += k
+    return used
