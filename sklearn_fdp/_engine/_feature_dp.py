@@ -35,7 +35,7 @@ from scipy.special import expit, softmax
 
 from .._kernels import clip_factors, outer_difference_norms
 from .._outofcore import is_row_source
-from ._linear import squared_row_norms
+from ._linear import squared_row_norms, take_rows
 from ._samplers import UniformSampler
 
 PUBLIC_LOSSES = ("mask", "gaussian_pad")
@@ -119,7 +119,7 @@ class _PublicView:
             if self.X_priv is not None:
                 Xq = self.X_priv[idx]
             else:  # the layout of X[:, private][idx], so the sums match bit for bit
-                rows = self.X[idx] if Xb is None else Xb
+                rows = take_rows(self.X, idx) if Xb is None else Xb
                 Xq = np.ascontiguousarray(rows[:, self.private_idx])
             if sp.issparse(Xq):
                 out += np.asarray(Xq.multiply(G).sum(axis=1)).ravel()
@@ -230,7 +230,7 @@ class FeatureDPPrivateOracle:
         out = np.zeros_like(theta)
         if len(idx) == 0:
             return out
-        Xb = self.X[idx]
+        Xb = take_rows(self.X, idx)
         yb = self.y[idx]
         G = self.view.draw_padding(len(idx), self.pad_rng, theta.dtype)
         R = self.loss.residual(self._decision(Xb, theta), yb)
@@ -271,7 +271,7 @@ class FeatureDPPublicOracle:
 
     def __call__(self, theta):
         idx = self.sampler.sample()
-        Xb = self.X[idx]
+        Xb = take_rows(self.X, idx)
         G = self.view.draw_padding(len(idx), self.pad_rng, theta.dtype)
         R_pub = _public_residual(self.loss, self.view.decision(Xb, theta, G),
                                  self.y[idx], self.label_public)

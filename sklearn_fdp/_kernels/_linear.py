@@ -26,6 +26,8 @@ import math
 import numpy as np
 from numba import njit
 
+from ._prefetch import prefetch
+
 BINARY_LOG = 0  #: logistic loss, one output column
 MULTI_LOG = 1  #: multinomial (softmax) log loss, k columns
 BINARY_HINGE = 2  #: max(0, 1 - y z), y in {-1, +1}
@@ -238,3 +240,27 @@ def clip_factors(norms, clip, out):
     """``out[i] = min(1, clip / norms[i])`` (1 for a zero norm)."""
     for i in range(norms.shape[0]):
         out[i] = _clip_factor(norms[i] * norms[i], clip) if norms[i] > 0.0 else 1.0
+
+
+# Rows ahead of the copy that ``gather_rows`` prefetches (see ``_prefetch``).
+GATHER_PREFETCH_ROWS = 4
+
+
+@njit(cache=True)
+def gather_rows(X, idx, out):
+    """``out[ii] = X[idx[ii]]`` for a C-contiguous 2-D ``X``: ``np.take(X, idx, axis=0, out=out)``.
+
+    The same values (a copy), with the rows ``GATHER_PREFETCH_ROWS`` ahead
+    requested from memory while the current one is copied.
+    """
+    m = idx.shape[0]
+    d = X.shape[1]
+    for ii in range(m):
+        if ii + GATHER_PREFETCH_ROWS < m:
+            ahead = idx[ii + GATHER_PREFETCH_ROWS]
+            for c in range(0, d, 8):
+                prefetch(X, ahead, c)
+            prefetch(X, ahead, d - 1)
+        i = idx[ii]
+        for c in range(d):
+            out[ii, c] = X[i, c]
