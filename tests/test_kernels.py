@@ -238,3 +238,30 @@ def test_take_rows_on_every_layout():
         np.testing.assert_array_equal(got, A[idx])
         assert got.dtype == A.dtype
     np.testing.assert_array_equal(take_rows(sp.csr_matrix(X), idx).toarray(), X[idx])
+
+
+@pytest.mark.parametrize("tail", [False, True])
+def test_catch_up_tables_match_the_window_sums(tail):
+    # Entry a: the window f + a .. b - 1. Var Δθ = Σ c_u², and in the tail
+    # Cov(Δθ, ΔA) = Σ c_u² (b - u), Var ΔA = Σ c_u² (b - u)² (u, b relative
+    # to f); a one-step window is exactly slope 1, no noise of its own.
+    rng = np.random.default_rng(0)
+    f, b = 10, 19
+    c2 = rng.uniform(0.1, 2.0, size=b - f)
+    u = np.arange(b - f, dtype=np.float64)
+    q0, q1, q2 = (np.concatenate([[0.0], np.cumsum(c2 * u**p)]) for p in range(3))
+    sd, slope, resid_sd = (np.full(b - f + 1, np.nan) for _ in range(3))
+    K.catch_up_tables(b, f, q0, q1, q2, tail, sd, slope, resid_sd)
+    bb = b - f
+    for a in range(bb + 1):
+        w = c2[a:]
+        lag = bb - u[a:]
+        np.testing.assert_allclose(sd[a] ** 2, w.sum(), rtol=1e-12, atol=0)
+        if not tail or a == bb:
+            continue
+        cov, var_a = (w * lag).sum(), (w * lag**2).sum()
+        np.testing.assert_allclose(slope[a] * sd[a] ** 2, cov, rtol=1e-12)
+        np.testing.assert_allclose(slope[a] * cov + resid_sd[a] ** 2, var_a, rtol=1e-10)
+    assert sd[bb] == 0.0  # caught up already: nothing to add
+    if tail:
+        assert slope[bb - 1] == 1.0 and resid_sd[bb - 1] == 0.0

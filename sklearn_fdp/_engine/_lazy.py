@@ -28,6 +28,8 @@ from ._samplers import PoissonSampler
 # Most steps one kernel call runs (the chunk is also cut where the normals
 # already drawn run out).
 MAX_CHUNK_STEPS = 256
+# Blocks of normals drawn ahead on a long run (see NormalStream's ``depth``).
+NORMAL_BLOCKS_AHEAD = 3
 
 
 def lazy_noise_applies(private_oracle, config, *, public_oracle, noise_mask, noise_fn,
@@ -127,8 +129,13 @@ def run_lazy_sparse(theta0, oracle, n_samples, config, *, sample_rng, noise_rng,
     indptr = X.indptr
     pending = None  # a batch drawn for the next chunk
 
+    # A long run keeps a few blocks of normals drawn ahead, so the worker
+    # thread's draws cover the flushes' bursts; a short one draws one ahead.
+    expected = cfg.steps * (cfg.sampling_rate * X.nnz + 1) * 2 * k + len(starts) * d * 2 * k
+    depth = NORMAL_BLOCKS_AHEAD if expected > 8 * (1 << 20) else 1
+
     report = progress_reporter(cfg.steps)  # None unless a progress hook is installed
-    with NormalStream(noise_rng) if noise_std > 0 else _NoNormals(k) as normals:
+    with (NormalStream(noise_rng, depth=depth) if noise_std > 0 else _NoNormals(k)) as normals:
         for f, g in zip(starts[:-1], starts[1:]):
             q0, q1, q2 = _block_prefix_sums(c2, f, g)
             tail = averaged and f >= t0

@@ -15,6 +15,7 @@ than the draw.
 """
 
 import os
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -22,6 +23,7 @@ import numpy as np
 from .._secure import SecureGenerator
 
 BACKGROUND_MIN_SIZE = 1 << 15
+FIRST_BLOCK = 1 << 16  # size of a NormalStream's first block
 
 
 def _background_default(size):
@@ -36,16 +38,20 @@ class _AheadDraws:
     beyond the last, so the generator ends in the same state either way).
     """
 
-    def _start(self, background, more=True):
+    def _start(self, background, more=True, depth=1):
+        """``depth``: how many results are drawn ahead (one worker, in order)."""
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="sklearn_fdp-noise") \
             if background and more else None
-        self._next = self._pool.submit(self._draw) if self._pool is not None else None
+        self._next = deque()
+        if self._pool is not None:
+            self._next.extend(self._pool.submit(self._draw) for _ in range(depth))
 
     def _take(self, more=True):
         if self._pool is None:
             return self._draw()
-        out = self._next.result()
-        self._next = self._pool.submit(self._draw) if more else None
+        out = self._next.popleft().result()
+        if more:
+            self._next.append(self._pool.submit(self._draw))
         return out
 
     def close(self):
@@ -117,28 +123,38 @@ class NormalStream(_AheadDraws):
     ``background`` (the numbers do not depend on it). ``block=None``: 2**20,
     or 2**16 for a :class:`~sklearn_fdp._secure.SecureGenerator`, whose
     normals cost ~20 times more, so a small fit does not pay for a million
-    it never uses (a block is drawn in pieces of 2**16 either way).
+    it never uses (a block is drawn in pieces of 2**16 either way). The
+    first block has at most ``FIRST_BLOCK`` normals, so a fit starts without
+    waiting for a whole block.
+    ``depth`` blocks are drawn ahead in the background (more keeps the
+    worker busy through bursts, e.g. a flush of every coordinate, at
+    ``depth x block`` floats of memory).
     """
 
-    def __init__(self, rng, block=None, background=None):
+    def __init__(self, rng, block=None, background=None, depth=1):
         self.rng = rng
         if block is None:
             block = 1 << 16 if isinstance(rng, SecureGenerator) else 1 << 20
         self.block = int(block)
         if background is None:
             background = (os.cpu_count() or 1) > 1
-        self._start(background)
+        self._blocks_drawn = 0
+        self._start(background, depth=int(depth))
         self._buf = np.empty(0)
         self._pos = 0
 
     def _draw(self):
-        return self.rng.standard_normal(self.block)
+        # The first block is short, so the first step need not wait for a
+        # whole block (the worker draws the rest meanwhile).
+        size = self.block if self._blocks_drawn else min(self.block, FIRST_BLOCK)
+        self._blocks_drawn += 1
+        return self.rng.standard_normal(size)
 
     def view(self, need):
         """At least ``need`` unused normals (a view; do not keep it past :meth:`advance`)."""
         if self._buf.shape[0] - self._pos < need:
-            parts = [self._buf[self._pos:]]
-            have = parts[0].shape[0]
+            parts = [self._buf[self._pos:]] if self._pos < self._buf.shape[0] else []
+            have = parts[0].shape[0] if parts else 0
             while have < need:
                 parts.append(self._take())
                 have += parts[-1].shape[0]

@@ -5,7 +5,12 @@ the next rows' addresses are known in advance, so asking for them a few
 rows early overlaps the cache misses. Measured on the 2-core reference
 machine (Adult, 32,561 x 105 float64, Poisson batches of ~256 sorted rows):
 ``np.take`` 29 µs per batch, a numba row copy 20 µs, the same copy
-prefetching 4 rows ahead 16.5 µs.
+prefetching 4 rows ahead 16.5 µs. The lazy sparse pass (CSR 200,000 x
+1,000,000, 40 non-zeros per row) prefetches each row's indices and values 4
+rows ahead and its state rows 2 rows ahead: its non-private epoch went from
+~265 to ~185 ms. (Prefetching the state rows of the *next* row, whose
+indices were not yet in cache, made it slower: the hint's own address
+computation stalled on the miss.)
 """
 
 from llvmlite import ir
