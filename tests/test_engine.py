@@ -331,6 +331,42 @@ def test_normal_stream_fresh_skips_only_a_short_remainder():
         np.testing.assert_array_equal(v, want[104:192])
 
 
+@pytest.mark.parametrize("n_type", [int, np.int64])  # np.int64: a strong float64 normaliser
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("momentum,average_start,sigma,schedule",
+                         [(0.9, 10, 1.0, "constant"), (0.0, None, 1.0, "cosine"),
+                          (0.5, 0, 0.0, "linear"), (0.9, None, 2.0, "cosine")])
+def test_fused_update_is_the_numpy_update_bit_for_bit(dtype, momentum, average_start, sigma,
+                                                       schedule, n_type, monkeypatch):
+    from sklearn_fdp._engine import _loop
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(200, 7)).astype(dtype)
+    loss = LinearLoss("log_loss", 3)
+    oracle = LinearGradientOracle(X, loss.encode(rng.integers(0, 3, 200)), loss, True, 1.0)
+    cfg = EngineConfig(steps=25, sampling_rate=0.1, noise_multiplier=sigma, max_grad_norm=1.0,
+                       learning_rate=0.3, lr_schedule=schedule, momentum=momentum,
+                       average_start=average_start)
+    theta0 = rng.normal(size=(8, 3)).astype(dtype)
+    original = theta0.copy()
+    seen = {}
+
+    def fit(fused):
+        monkeypatch.setattr(_loop, "FUSED_UPDATE", fused)
+        steps = []
+        theta = run_dp_sgd(theta0, oracle, n_type(200), cfg, sample_rng=np.random.default_rng(1),
+                           noise_rng=np.random.default_rng(2),
+                           callback=lambda t, th: steps.append(th.copy())).theta
+        seen[fused] = steps
+        return theta
+
+    fused, plain = fit(True), fit(False)
+    assert fused.dtype == plain.dtype == dtype
+    np.testing.assert_array_equal(fused, plain)
+    np.testing.assert_array_equal(np.array(seen[True]), np.array(seen[False]))
+    np.testing.assert_array_equal(theta0, original)  # never written
+
+
 def test_noise_stream_background_draws_the_same_sequence():
     # Drawing one step ahead on a worker thread must not change a single bit,
     # nor leave the generator in another state.

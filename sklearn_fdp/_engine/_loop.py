@@ -19,12 +19,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._kernels import sgd_update
 from .._progress import progress_reporter
 from ._lazy import lazy_noise_applies, run_lazy_sparse
 from ._noise import NoiseStream
 from ._samplers import PoissonSampler
 
 LR_SCHEDULES = ("constant", "cosine", "linear")
+# Plain DP-SGD steps update the parameters in one fused kernel (bit-identical
+# to the numpy update; tests switch it off to compare).
+FUSED_UPDATE = True
 
 
 @dataclass(frozen=True)
@@ -167,10 +171,38 @@ def run_dp_sgd(
     if noise_fn is None and noise_std > 0:
         noise = NoiseStream(noise_rng, theta.shape, theta.dtype, noise_std, noise_mask, cfg.steps)
     report = progress_reporter(cfg.steps)  # None unless a progress hook is installed
+    # Plain DP-SGD (no public gradient, weight decay, projection or custom
+    # noise): the update after the oracle is one fused kernel, bit for bit
+    # the numpy code below (scalars in theta's dtype, as numpy casts them).
+    fused = (FUSED_UPDATE and noise_fn is None and public_oracle is None
+             and not cfg.l2_regularization and cfg.max_weight_norm is None)
+    no_noise = np.empty(0, dtype=theta.dtype)
+
+    def scalar(value):
+        # As numpy (NEP 50) combines a scalar with theta's arrays: a Python
+        # number takes their dtype, a numpy float64 keeps its own.
+        return value if isinstance(value, np.generic) else theta.dtype.type(value)
+
     try:
         for t in range(cfg.steps):
             idx = sampler.sample()
             grad = private_oracle(idx, theta)
+            if fused:
+                averaging = cfg.average_start is not None and t >= cfg.average_start
+                n_averaged += averaging
+                weight = n_averaged if averaging and average is not None else 0  # 0: no average
+                sgd_update(theta.reshape(-1), grad.reshape(-1),
+                           no_noise if noise is None else noise.draw().reshape(-1),
+                           scalar(normaliser), velocity.reshape(-1), scalar(cfg.momentum),
+                           scalar(cfg.step_size(t)),
+                           (theta if average is None else average).reshape(-1), scalar(weight))
+                if averaging and average is None:
+                    average = theta.copy()
+                if callback is not None:
+                    callback(t, theta)
+                if report is not None:
+                    report(t + 1)
+                continue
             if noise_fn is not None:
                 grad += noise_fn(noise_rng)
             elif noise is not None:

@@ -37,6 +37,7 @@ from ._sparse import (
     lazy_clipped_residuals,
     lazy_steps,
 )
+from ._update import sgd_update
 
 __all__ = [
     "BINARY_HINGE",
@@ -57,4 +58,5 @@ __all__ = [
     "loss_code",
     "outer_difference_norms",
     "residual_row",
+    "sgd_update",
 ]
