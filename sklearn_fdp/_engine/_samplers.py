@@ -13,6 +13,7 @@ reuses the private batch's coins, so the engine never shares generators.
 import numpy as np
 
 from .._secure import SecureGenerator
+from ._floyd import ChoiceWithoutReplacement
 
 
 class PoissonSampler:
@@ -38,15 +39,17 @@ class PoissonSampler:
         self.n = int(n)
         self.rate = float(rate)
         self.rng = rng
+        self._choice = (None if isinstance(rng, SecureGenerator)
+                        else ChoiceWithoutReplacement(rng))
 
     def sample(self):
         """Return the sorted indices of one Poisson batch (possibly empty)."""
         if self.rate >= 1.0:
             return np.arange(self.n)
-        if isinstance(self.rng, SecureGenerator):  # noise="secure": exact CSPRNG coins
+        if self._choice is None:  # noise="secure": exact CSPRNG coins
             return self.rng.bernoulli_indices(self.n, self.rate)
         size = self.rng.binomial(self.n, self.rate)
-        idx = self.rng.choice(self.n, size=size, replace=False)
+        idx = self._choice(self.n, size)  # rng.choice(n, size, replace=False), compiled
         idx.sort()
         return idx
 
