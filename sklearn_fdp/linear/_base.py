@@ -174,6 +174,8 @@ class BaseDPLinearClassifier(DPSGDBudgetMixin, LinearClassifierMixin, Classifier
         sampling_rate = batch_size / n_samples
         steps = max(1, math.ceil(self.epochs * n_samples / batch_size))
         self._setup_fit(X, batch_size)
+        if self._fits_without_engine():
+            return self._fit_without_engine(X, classes, y_index)
         sigma, event, spent, accountant = self._budget(n_samples, sampling_rate, steps)
 
         n_outputs = 1 if len(classes) == 2 else len(classes)
@@ -221,13 +223,24 @@ class BaseDPLinearClassifier(DPSGDBudgetMixin, LinearClassifierMixin, Classifier
             public_oracle=public_oracle,
             callback=callback,
         )
-        theta = result.theta
+        self._store_fit(result.theta, classes, X.dtype, n_iter=steps, steps=steps,
+                        batch_size=batch_size, learning_rate=learning_rate,
+                        sampling_rate=sampling_rate, sigma=sigma, event=event, spent=spent,
+                        accountant=accountant)
+        return self
+
+    def _store_fit(self, theta, classes, dtype, *, n_iter, steps, batch_size, learning_rate,
+                   sampling_rate, sigma, event, spent, accountant):
+        """Set the fitted attributes from the released parameters ``theta``."""
+        n_features = theta.shape[0] - int(self.fit_intercept)
+        n_outputs = theta.shape[1]
+        theta = theta.astype(dtype, copy=False)
         self.classes_ = classes
         self.coef_ = np.ascontiguousarray(theta[:n_features].T)
         self.intercept_ = (
-            theta[n_features].copy() if self.fit_intercept else np.zeros(n_outputs, X.dtype)
+            theta[n_features].copy() if self.fit_intercept else np.zeros(n_outputs, dtype)
         )
-        self.n_iter_ = steps
+        self.n_iter_ = n_iter
         self.steps_ = steps
         self.batch_size_ = batch_size
         self.learning_rate_ = learning_rate
@@ -237,7 +250,14 @@ class BaseDPLinearClassifier(DPSGDBudgetMixin, LinearClassifierMixin, Classifier
         self.epsilon_ = spent
         self.delta_ = float(self.delta)
         self.accountant_ = accountant
-        return self
+
+    def _fits_without_engine(self):
+        """Whether this fit releases something other than a DP-SGD run (after ``_setup_fit``)."""
+        return False
+
+    def _fit_without_engine(self, X, classes, y_index):
+        """The fit when :meth:`_fits_without_engine` is True; returns ``self``."""
+        raise NotImplementedError
 
     def _engine_extra(self, noise_std, batch_size, n_rows):
         """Extra :class:`EngineConfig` settings (e.g. ``alpha``).

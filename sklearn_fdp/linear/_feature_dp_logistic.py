@@ -1,20 +1,31 @@
 """FeatureDPLogisticRegression: logistic regression with feature DP (FDP Alg. 1)."""
 
 import math
+import sys
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 
-from .._engine import EngineConfig, run_dp_sgd
+from .._engine import EngineConfig, LinearLoss, run_dp_sgd
 from .._engine._feature_dp import (
     PUBLIC_LOSSES,
     FeatureDPPrivateOracle,
     FeatureDPPublicOracle,
+    label_prior,
 )
+from .._engine._linear import squared_row_norms
+from .._engine._statistic import minimise_label_free_objective, release_private_sum
+from .._progress import progress_reporter
+from .._random import spawn_generators
 from .._validation import Interval, StrOptions, _fit_context, atomic_fit
 from ..features import check_label_in_spec, resolve_feature_spec, spec_feature_names
-from ._base import BaseDPLinearClassifier
+from ._base import _NOISE, _SAMPLE, BaseDPLinearClassifier
+
+METHODS = ("auto", "alg1", "dpsgd", "sufficient_statistic")
+# method="sufficient_statistic": least ridge, in units of the released
+# term's noise per coordinate (α σ C / n).
+_STATISTIC_RIDGE = 0.3
 
 # Step size of the noise-free public pretraining when learning_rate="auto":
 # the value the "auto" rule takes once noise is negligible.
@@ -75,11 +86,18 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         Public view ``x_pub`` of a record: private columns set to 0
         (``"mask"``) or replaced by fresh N(0, 1) draws at every step
         (``"gaussian_pad"``, the Purchase100 construction of §6.2).
-    method : {"alg1", "dpsgd"}, default="alg1"
+    method : {"auto", "alg1", "dpsgd", "sufficient_statistic"}, default="auto"
         ``"alg1"``: FDP Algorithm 1 as above. ``"dpsgd"``: the paper's
         "FDP (DP-SGD)" (§6.3): ``public_epochs`` of public pretraining on
         ``ℓ_pub``, then plain DP-SGD on the full loss (``alpha`` and
         ``public_batch_size`` are then used by the pretraining only).
+        ``"sufficient_statistic"`` (label DP only: every feature public, the
+        label private): Algorithm 1's private gradient ``x~ (π − e_y)ᵀ``
+        does not depend on θ, so its clipped sum over all records is
+        released once with the Gaussian mechanism and the model minimises
+        the label-free public loss plus the released linear term (L-BFGS;
+        post-processing). ``"auto"``: ``"sufficient_statistic"`` in that
+        case, ``"alg1"`` otherwise. ``method_`` records the choice.
     alpha : float or "auto", default="auto"
         Weight of the noisy private gradient: ``g = g_pub + alpha * g_priv``
         (post-processing; any value in (0, inf) keeps the guarantee). Below 1
@@ -202,6 +220,18 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         Whether the label was treated as public.
     alpha_ : float
         α used (1 for ``method="dpsgd"``).
+    method_ : str
+        The method run (``"auto"`` resolved).
+    max_grad_norm_ : float
+        Clip norm used: ``max_grad_norm``, or for
+        ``method_="sufficient_statistic"`` the smaller of it and the largest
+        norm a record's private term can have (computed from the public
+        features: ``max ‖x~‖`` times 1/2, or ``sqrt(1 − 1/K)`` for K classes).
+    l2_regularization_ : float
+        Ridge used: ``l2_regularization``, or for
+        ``method_="sufficient_statistic"`` at least ``0.3 α σ C / n`` (the
+        released term's noise per coordinate, scaled), which keeps the
+        minimiser finite.
     public_batch_size_ : int
         Size of the uniform public batches used.
 
@@ -254,7 +284,7 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         "private_features": "no_validation",
         "label_public": ["boolean"],
         "public_loss": [StrOptions(set(PUBLIC_LOSSES))],
-        "method": [StrOptions({"alg1", "dpsgd"})],
+        "method": [StrOptions(set(METHODS))],
         "alpha": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "public_batch_size": [Interval(Integral, 1, None, closed="left"),
                               StrOptions({"auto", "full"})],
@@ -268,7 +298,7 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         private_features=None,
         label_public=False,
         public_loss="mask",
-        method="alg1",
+        method="auto",
         alpha="auto",
         public_batch_size="auto",
         public_epochs="auto",
@@ -348,6 +378,20 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         self.public_features_ = np.flatnonzero(self.public_mask_)
         self.private_features_ = np.flatnonzero(~self.public_mask_)
         self.label_public_ = bool(self.label_public)
+        label_dp_only = not self.label_public and bool(self.public_mask_.all())
+        if self.method == "auto":
+            self.method_ = "sufficient_statistic" if label_dp_only else "alg1"
+        elif self.method == "sufficient_statistic" and not label_dp_only:
+            raise ValueError(
+                f"method='sufficient_statistic' of {name} is for label DP: every feature "
+                "public and label_public=False (only then is the private part of the "
+                f"gradient free of θ). Got {len(self.private_features_)} private column(s) "
+                f"and label_public={self.label_public!r}; use method='alg1' or 'auto'."
+            )
+        else:
+            self.method_ = self.method
+        self.max_grad_norm_ = float(self.max_grad_norm)
+        self.l2_regularization_ = float(self.l2_regularization)
         if self.public_batch_size == "auto":
             self.public_batch_size_ = int(batch_size)
         elif self.public_batch_size == "full":
@@ -368,7 +412,7 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         )
 
     def _make_oracles(self, X, y_enc, loss, public_rng):
-        if self.method == "dpsgd":
+        if self.method_ == "dpsgd":
             return self._make_private_oracle(X, y_enc, loss), None
         # Three independent children of the public stream: public batches,
         # their padding, and the padding of the private batch's ℓ_pub term.
@@ -380,12 +424,64 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         return private, self._public_oracle(X, y_enc, loss, sample_rng, pub_pad_rng)
 
     def _engine_extra(self, noise_std, batch_size, n_rows):
-        if self.method != "alg1":
+        if self.method_ != "alg1":
             self.alpha_ = 1.0
             return {}
         self.alpha_ = (_auto_alpha(noise_std, batch_size, n_rows) if self.alpha == "auto"
                        else float(self.alpha))
         return {"alpha": self.alpha_}
+
+    def _fits_without_engine(self):
+        return self.method_ == "sufficient_statistic"
+
+    def _fit_without_engine(self, X, classes, y_index):
+        """Label DP by one release of the θ-free private sum (``_engine/_statistic.py``)."""
+        n_samples, n_features = X.shape
+        n_outputs = 1 if len(classes) == 2 else len(classes)
+        # The largest norm a record's term x~ (π − e_y)ᵀ can have, from the
+        # public features and the (data-independent) worst label: clipping
+        # above it only adds noise. Free: the features are public here.
+        prior = label_prior(n_outputs)
+        label_factor = 0.5 if n_outputs == 1 else math.sqrt(1.0 - prior)
+        row_sq = float(squared_row_norms(X).max()) + float(self.fit_intercept)
+        self.max_grad_norm_ = float(min(self.max_grad_norm, math.sqrt(row_sq) * label_factor))
+        if self.max_grad_norm_ <= 0:  # all-zero rows and no intercept: nothing to learn
+            self.max_grad_norm_ = float(self.max_grad_norm)
+        # One Gaussian mechanism: a "DP-SGD run" of one step at sampling rate 1.
+        sigma, event, spent, accountant = self._budget(n_samples, 1.0, 1)
+        loss = LinearLoss("log_loss", n_outputs)
+        gens = spawn_generators(self.random_state, 4, noise=self.noise,
+                                private_streams=(_SAMPLE, _NOISE))
+        oracle = FeatureDPPrivateOracle(
+            X, loss.encode(y_index), loss, self.public_mask_, False, "mask",
+            self.fit_intercept, self.max_grad_norm_,
+        )
+        theta0 = np.zeros((n_features + int(self.fit_intercept), n_outputs), dtype=np.float64)
+        noise_std = sigma * self.max_grad_norm_
+        released = release_private_sum(oracle, n_samples, theta0.astype(X.dtype), noise_std,
+                                       gens[_NOISE])
+        report = progress_reporter(1)
+        if report is not None:
+            report(1)
+        self.alpha_ = 1.0 if self.alpha == "auto" else float(self.alpha)
+        # A ridge of at least this keeps the released term's noise (std
+        # α σ C / n per coordinate) from driving rare columns' weights to
+        # infinity (validation split of adult.data: best near 0.3 x that).
+        self.l2_regularization_ = max(float(self.l2_regularization),
+                                      _STATISTIC_RIDGE * self.alpha_ * noise_std / n_samples)
+        theta, n_iter = minimise_label_free_objective(
+            X, released, n_outputs, fit_intercept=self.fit_intercept, alpha=self.alpha_,
+            l2_regularization=self.l2_regularization_, theta0=theta0,
+        )
+        if self.verbose:
+            print(f"[{type(self).__name__}] sufficient statistic released once "
+                  f"(σ = {sigma:.4g}, clip {self.max_grad_norm_:.4g}, ε = {spent:.4g}, "
+                  f"δ = {self.delta:g}); L-BFGS: {n_iter} iterations", file=sys.stdout,
+                  flush=True)
+        self._store_fit(theta, classes, X.dtype, n_iter=n_iter, steps=1, batch_size=n_samples,
+                        learning_rate=float("nan"), sampling_rate=1.0, sigma=sigma,
+                        event=event, spent=spent, accountant=accountant)
+        return self
 
     def _initial_theta(self, X, y_enc, loss, rng, theta0):
         """Public pretraining (Remark 2): fit ``ℓ_pub`` only, without noise."""

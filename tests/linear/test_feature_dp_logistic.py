@@ -349,3 +349,119 @@ def test_inputs_are_not_mutated(binary):
     np.testing.assert_array_equal(y, y0)
     assert spec == [0, 2]
     assert clf.get_params() == params
+
+
+# -- label DP by one release of the θ-free statistic ---------------------------
+
+
+def _every_column(name):
+    return True
+
+
+def _label_dp(**kw):
+    return FeatureDPLogisticRegression(public_features=_every_column, label_public=False, **kw)
+
+
+def test_auto_method_is_the_sufficient_statistic_for_label_dp_only(binary):
+    X, y = binary
+    names = [f"f{i}" for i in range(X.shape[1])]
+    label_dp = _label_dp(epsilon=1.0, random_state=0).fit(pd.DataFrame(X, columns=names), y)
+    assert label_dp.method_ == "sufficient_statistic"
+    assert (label_dp.steps_, label_dp.sampling_rate_, label_dp.batch_size_) == (1, 1.0, len(y))
+    protected = FeatureDPLogisticRegression(private_features=[0], epsilon=1.0, epochs=1,
+                                            random_state=0).fit(X, y)
+    assert protected.method_ == "alg1"
+    with pytest.raises(ValueError, match="method='sufficient_statistic'.*label DP"):
+        FeatureDPLogisticRegression(private_features=[0], method="sufficient_statistic",
+                                    epsilon=1.0).fit(X, y)
+
+
+@pytest.mark.parametrize("neighboring", ["add_remove", "replace"])
+def test_sufficient_statistic_epsilon_is_one_gaussian_mechanism(binary, neighboring):
+    # The fit's event is one Gaussian mechanism with noise multiplier σ
+    # (sensitivity C add/remove, 2C replace): dp-accounting's own ε for it.
+    import dp_accounting
+    from dp_accounting.pld import pld_privacy_accountant
+
+    X, y = binary
+    clf = _label_dp(epsilon=0.5, neighboring=neighboring, random_state=0)
+    clf.fit(X, y, feature_names=[f"f{i}" for i in range(8)])
+    relation = (dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
+                if neighboring == "add_remove" else dp_accounting.NeighboringRelation.REPLACE_ONE)
+    accountant = pld_privacy_accountant.PLDAccountant(relation)
+    accountant.compose(dp_accounting.GaussianDpEvent(clf.noise_multiplier_))
+    assert clf.epsilon_ == pytest.approx(accountant.get_epsilon(clf.delta_), rel=1e-3)
+    assert clf.epsilon_ <= 0.5
+
+
+def test_sufficient_statistic_clip_is_the_largest_possible_term(binary, multiclass):
+    # Rows of norm 1 plus the intercept: ‖x~‖ = √2; the binary term x~ (1/2 − y)
+    # has norm √2 / 2, a K-class term ‖x~‖ sqrt(1 − 1/K).
+    for (X, y), factor in ((binary, 0.5), (multiclass, np.sqrt(1 - 1 / 3))):
+        clf = _label_dp(epsilon=1.0, max_grad_norm=10.0, random_state=0)
+        clf.fit(X, y, feature_names=[f"f{i}" for i in range(8)])
+        assert clf.max_grad_norm_ == pytest.approx(np.sqrt(2) * factor)
+        small = _label_dp(epsilon=1.0, max_grad_norm=0.1, random_state=0)
+        small.fit(X, y, feature_names=[f"f{i}" for i in range(8)])
+        assert small.max_grad_norm_ == 0.1
+
+
+@pytest.mark.parametrize("data", ["binary", "multiclass"])
+def test_sufficient_statistic_without_noise_is_ridge_logistic_regression(data, request):
+    # σ → 0: Φ is the log loss plus the ridge, i.e. sklearn's LogisticRegression
+    # with C = 1 / (λ n) (no penalty on the intercept there: a small difference).
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = request.getfixturevalue(data)
+    names = [f"f{i}" for i in range(8)]
+    lam = 1e-3
+    clf = _label_dp(epsilon=None, noise_multiplier=1e-9, l2_regularization=lam,
+                    max_grad_norm=10.0, random_state=0).fit(X, y, feature_names=names)
+    assert clf.l2_regularization_ == lam
+    ref = LogisticRegression(C=1 / (lam * len(y)), max_iter=5000).fit(X, y)
+    np.testing.assert_allclose(clf.coef_, ref.coef_, atol=0.05)
+    assert np.mean(clf.predict(X) == ref.predict(X)) > 0.99
+
+
+def test_sufficient_statistic_label_dp_beats_dpsgd_at_small_epsilon():
+    # Label DP only (features public): one release of Σ x~ (π − y) loses less
+    # than DP-SGD's per-step noise on whole records. Measured (seeds 0-2,
+    # ε = 0.1, 1,000 rows): 0.637 / 0.643 / 0.650 vs DP-SGD 0.521 / 0.539 /
+    # 0.567, a mean gap of 0.10 whose per-seed spread is ≈ 0.02 (standard
+    # error of the 3-seed mean ≈ 0.012); 0.05 is 4 standard errors below it
+    # and fails if the release carried no label information.
+    fdp, dpsgd = [], []
+    for seed in range(3):
+        X, y = _public_signal_data(seed, 1000)
+        X_test, y_test = _public_signal_data(100 + seed, 4000)
+        common = dict(epsilon=0.1, delta=1e-5, random_state=seed)
+        fdp.append(_label_dp(**common).fit(X, y, feature_names=[f"f{i}" for i in range(33)])
+                   .score(X_test, y_test))
+        dpsgd.append(DPSGDClassifier(**common).fit(X, y).score(X_test, y_test))
+    assert np.mean(fdp) > np.mean(dpsgd) + 0.05
+
+
+@pytest.mark.statistical
+def test_released_statistic_noise_is_exactly_gaussian():
+    # With a zero statistic, the release is N(0, (σ C)² I): KS test on 20,000
+    # coordinates (10 seeds x 2,000 parameters) against the exact law.
+    from scipy import stats
+
+    from sklearn_fdp._engine._statistic import release_private_sum
+
+    theta = np.zeros((1000, 2))
+    values = np.concatenate([
+        release_private_sum(lambda idx, th: np.zeros_like(th), 5, theta, 2.5,
+                            np.random.default_rng(seed)).ravel() for seed in range(10)])
+    assert stats.kstest(values / 2.5, "norm").pvalue > 1e-3
+
+
+def test_sufficient_statistic_secure_noise_and_pickle(binary):
+    import pickle
+
+    X, y = binary
+    names = [f"f{i}" for i in range(8)]
+    clf = _label_dp(epsilon=1.0, noise="secure").fit(X, y, feature_names=names)
+    assert clf.method_ == "sufficient_statistic" and clf.score(X, y) > 0.6
+    again = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(again.predict(X), clf.predict(X))
