@@ -39,6 +39,9 @@ STREAMING = {
     "fdp_public_epochs": FeatureDPLogisticRegression(private_features=[1], label_public=True,
                                                      public_epochs=1, **COMMON),
     "fdp_dpsgd": FeatureDPLogisticRegression(private_features=[0], method="dpsgd", **COMMON),
+    # label DP: one release of the θ-free private sum, then L-BFGS over row blocks
+    "fdp_label_dp": FeatureDPLogisticRegression(public_features=np.ones(D, bool),
+                                                epsilon=4.0, delta=1e-6, random_state=0),
 }
 
 

@@ -34,6 +34,7 @@ import scipy.sparse as sp
 from scipy.optimize import minimize
 from scipy.special import logsumexp, softmax
 
+from .._outofcore import is_row_source
 from ._feature_dp import label_prior
 from ._noise import NoiseStream
 
@@ -58,11 +59,17 @@ def release_private_sum(private_oracle, n_samples, theta, noise_std, noise_rng):
     return total
 
 
-def _augmented(X, fit_intercept):
-    if not fit_intercept:
-        return X
-    ones = np.ones((X.shape[0], 1), dtype=X.dtype)
-    return sp.hstack([X, ones], format="csr") if sp.issparse(X) else np.hstack([X, ones])
+def _row_blocks(X, fit_intercept):
+    """``(X~)`` in blocks of :data:`CHUNK_ROWS` rows: in-memory slices, or reads of an out-of-core source."""
+    n = X.shape[0]
+    for start in range(0, n, CHUNK_ROWS):
+        stop = min(n, start + CHUNK_ROWS)
+        block = X.gather(np.arange(start, stop)) if is_row_source(X) else X[start:stop]
+        if fit_intercept:
+            ones = np.ones((stop - start, 1), dtype=block.dtype)
+            block = (sp.hstack([block, ones], format="csr") if sp.issparse(block)
+                     else np.hstack([block, ones]))
+        yield block
 
 
 def minimise_label_free_objective(X, released, n_outputs, *, fit_intercept, alpha,
@@ -72,24 +79,29 @@ def minimise_label_free_objective(X, released, n_outputs, *, fit_intercept, alph
     Reads the public features only (and ``released``, already private).
     ``n_outputs`` is 1 for a binary model (``σ`` and ``π = 1/2``), else K.
     """
-    Xa = _augmented(X, fit_intercept)
-    n = Xa.shape[0]
+    n = X.shape[0]
     shape = theta0.shape
     prior = label_prior(n_outputs)
     linear = alpha * np.asarray(released, dtype=np.float64) / n
     lam = float(l2_regularization)
+    # Small data: the augmented matrix once; large or out-of-core data: a
+    # pass over row blocks per evaluation (the same blocks every time).
+    blocks = list(_row_blocks(X, fit_intercept)) if n <= CHUNK_ROWS else None
 
     def objective(flat):
         theta = flat.reshape(shape)
-        Z = np.asarray(Xa @ theta)
-        if n_outputs == 1:
-            z = Z[:, 0]
-            value = np.logaddexp(0.0, z).sum() - prior * z.sum()
-            R = (1.0 / (1.0 + np.exp(-z)) - prior)[:, None]  # σ(z) − π
-        else:
-            value = logsumexp(Z, axis=1).sum() - prior * Z.sum()
-            R = softmax(Z, axis=1) - prior
-        grad = np.asarray(Xa.T @ R) / n + linear + lam * theta
+        value, grad = 0.0, np.zeros(shape)
+        for Xa in blocks if blocks is not None else _row_blocks(X, fit_intercept):
+            Z = np.asarray(Xa @ theta)
+            if n_outputs == 1:
+                z = Z[:, 0]
+                value += np.logaddexp(0.0, z).sum() - prior * z.sum()
+                R = (1.0 / (1.0 + np.exp(-z)) - prior)[:, None]  # σ(z) − π
+            else:
+                value += logsumexp(Z, axis=1).sum() - prior * Z.sum()
+                R = softmax(Z, axis=1) - prior
+            grad += np.asarray(Xa.T @ R)
+        grad = grad / n + linear + lam * theta
         value = value / n + float((linear * theta).sum()) + 0.5 * lam * float((theta**2).sum())
         return value, grad.ravel()
 

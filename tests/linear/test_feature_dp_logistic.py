@@ -465,3 +465,17 @@ def test_sufficient_statistic_secure_noise_and_pickle(binary):
     assert clf.method_ == "sufficient_statistic" and clf.score(X, y) > 0.6
     again = pickle.loads(pickle.dumps(clf))
     np.testing.assert_array_equal(again.predict(X), clf.predict(X))
+
+
+def test_sufficient_statistic_in_row_blocks_matches_one_block(binary, monkeypatch):
+    # Large (or out-of-core) data: the release and every objective evaluation
+    # run over row blocks; only the summation order changes.
+    from sklearn_fdp._engine import _statistic
+
+    X, y = binary
+    names = [f"f{i}" for i in range(8)]
+    whole = _label_dp(epsilon=1.0, random_state=0).fit(X, y, feature_names=names)
+    monkeypatch.setattr(_statistic, "CHUNK_ROWS", 300)
+    blocks = _label_dp(epsilon=1.0, random_state=0).fit(X, y, feature_names=names)
+    np.testing.assert_allclose(blocks.coef_, whole.coef_, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(blocks.intercept_, whole.intercept_, rtol=1e-6, atol=1e-8)
