@@ -19,7 +19,7 @@ the 105 columns), label public. Run on the full training set and on a fixed
 split). Lines: non-private LogisticRegression (all features), public-only
 LogisticRegression (private columns dropped: a (0, 0)-FDP model),
 DPSGDClassifier (defaults; protects whole records), FeatureDPLogisticRegression
-``method="alg1"`` (grid max_grad_norm × alpha, "auto" included), ``method="dpsgd"`` (grid
+``method="alg1"`` (grid max_grad_norm × alpha ("auto" included) × epochs), ``method="dpsgd"`` (grid
 public_epochs) and "FDP best of the two" (per ε, the method whose selected
 configuration has the better validation accuracy).
 
@@ -69,7 +69,7 @@ ROOT = HERE.parent
 RESULTS = HERE / "results"
 FIGURE = ROOT / "docs" / "figures" / "bench_fdp_adult.png"
 
-ALG1_GRID = {"max_grad_norm": [0.3, 1.0], "alpha": ["auto", 0.3, 1.0]}
+ALG1_GRID = {"max_grad_norm": [0.3, 1.0], "alpha": ["auto", 0.3, 1.0], "epochs": [10, 30]}
 DPSGD_FDP_GRID = {"public_epochs": [1, 3]}
 LABEL_GRID = {"max_grad_norm": [0.3, 1.0]}
 LR_C_GRID = [0.1, 1.0, 10.0]
