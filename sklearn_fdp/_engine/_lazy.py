@@ -148,8 +148,8 @@ def run_lazy_sparse(theta0, oracle, n_samples, config, *, sample_rng, noise_rng,
                 # one step). Batches are drawn ahead from the sampler's own
                 # generator, so the batches do not depend on the chunking;
                 # it decides only where a short remainder of drawn normals
-                # is skipped (NormalStream.fresh), never which normal a
-                # coordinate gets twice: each is a fresh N(0, 1) either way.
+                # is skipped (NormalStream.fresh). No normal is ever used
+                # twice, so every coordinate still gets fresh N(0, 1) draws.
                 avail = normals.available()
                 batches, need = [], 2 * k  # 2 k read (times 0) past the last
                 while t + len(batches) < g and len(batches) < MAX_CHUNK_STEPS:
