@@ -12,7 +12,7 @@ from . import (
     preprocessing,
 )
 from ._report import PrivacyReport, privacy_report
-from .exceptions import BudgetExceededError, FdpWarning, PrivacyLeakWarning
+from .exceptions import BudgetExceededError, FdpWarning, PerformanceWarning, PrivacyLeakWarning
 from .linear import (
     AdaMixClassifier,
     DPSGDClassifier,
@@ -32,6 +32,7 @@ __all__ = [
     "FeatureDPLogisticRegression",
     "FdpWarning",
     "MLPFeatureDP",
+    "PerformanceWarning",
     "PrivacyLeakWarning",
     "PrivacyReport",
     "PrivateMeanCenterer",

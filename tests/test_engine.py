@@ -449,3 +449,19 @@ def test_column_subset_norms_blockwise_equal_the_whole_selection(monkeypatch, dt
         want = squared_row_norms(X[:, cols])
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+
+
+def test_wide_sparse_fit_off_the_lazy_path_warns_and_names_the_fix():
+    # 140,000 parameters on CSR: momentum (the DPSGDClassifier default) rules
+    # out lazy noise, so every step draws a Gaussian per coordinate.
+    from sklearn_fdp import DPSGDClassifier
+    from sklearn_fdp.exceptions import PerformanceWarning
+
+    rng = np.random.default_rng(0)
+    X = sp.random(200, 140_000, density=2e-4, format="csr", random_state=0)
+    y = rng.integers(0, 2, 200)
+    common = dict(epsilon=1.0, epochs=1, random_state=0)
+    with pytest.warns(PerformanceWarning, match=r"momentum=0\.9.*use momentum=0"):
+        DPSGDClassifier(**common).fit(X, y)
+    DPSGDClassifier(momentum=0.0, **common).fit(X, y)  # lazy: no warning (errors would raise)
+    DPSGDClassifier(**common).fit(X[:, :1000], y)  # small model: no warning

@@ -32,20 +32,39 @@ MAX_CHUNK_STEPS = 256
 NORMAL_BLOCKS_AHEAD = 3
 
 
+def lazy_noise_blockers(private_oracle, config, *, public_oracle, noise_mask, noise_fn,
+                        callback):
+    """What keeps a CSR linear run off :func:`run_lazy_sparse` (empty: the lazy path applies).
+
+    ``None`` when the run is not a CSR linear model at all (no lazy path exists).
+    """
+    if (getattr(private_oracle, "path", None) != "csr"
+            or type(private_oracle) is not LinearGradientOracle):  # subclasses may change the maths
+        return None
+    reasons = []
+    if config.momentum != 0:
+        reasons.append(f"momentum={config.momentum:g}")
+    if config.l2_regularization != 0:
+        reasons.append(f"l2_regularization={config.l2_regularization:g}")
+    if config.max_weight_norm is not None:
+        reasons.append("a weight-norm projection")
+    if public_oracle is not None:
+        reasons.append("a public gradient")
+    if noise_mask is not None:
+        reasons.append("a noise mask")
+    if noise_fn is not None:
+        reasons.append("custom noise")
+    if callback is not None:
+        reasons.append("a per-step callback (e.g. verbose)")
+    return reasons
+
+
 def lazy_noise_applies(private_oracle, config, *, public_oracle, noise_mask, noise_fn,
                        callback):
     """Whether :func:`run_lazy_sparse` gives the same released model as the eager loop."""
-    return (
-        getattr(private_oracle, "path", None) == "csr"
-        and type(private_oracle) is LinearGradientOracle  # subclasses may change the maths
-        and config.momentum == 0
-        and config.l2_regularization == 0
-        and config.max_weight_norm is None
-        and public_oracle is None
-        and noise_mask is None
-        and noise_fn is None
-        and callback is None
-    )
+    return lazy_noise_blockers(private_oracle, config, public_oracle=public_oracle,
+                               noise_mask=noise_mask, noise_fn=noise_fn,
+                               callback=callback) == []
 
 
 class _NoNormals:

@@ -15,17 +15,21 @@ would leak the batch's cardinality), mixes in the public gradient, and takes a
 (momentum) step. Everything after the noisy sum is post-processing.
 """
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from .._kernels import sgd_update
+from ..exceptions import PerformanceWarning
 from .._progress import progress_reporter
-from ._lazy import lazy_noise_applies, run_lazy_sparse
+from ._lazy import lazy_noise_blockers, run_lazy_sparse
 from ._noise import NoiseStream
 from ._samplers import PoissonSampler
 
 LR_SCHEDULES = ("constant", "cosine", "linear")
+# Sparse runs this large that cannot use lazy noise get a PerformanceWarning.
+DENSE_NOISE_WARN_SIZE = 1 << 17
 # Plain DP-SGD steps update the parameters in one fused kernel (bit-identical
 # to the numpy update; tests switch it off to compare).
 FUSED_UPDATE = True
@@ -154,11 +158,22 @@ def run_dp_sgd(
     result : EngineResult
     """
     cfg = config
-    if lazy_noise_applies(private_oracle, cfg, public_oracle=public_oracle,
-                          noise_mask=noise_mask, noise_fn=noise_fn, callback=callback):
+    blockers = lazy_noise_blockers(private_oracle, cfg, public_oracle=public_oracle,
+                                   noise_mask=noise_mask, noise_fn=noise_fn, callback=callback)
+    if blockers == []:
         # Sparse data without momentum: exact noise, drawn per touched coordinate.
         return run_lazy_sparse(theta0, private_oracle, n_samples, cfg,
                                sample_rng=sample_rng, noise_rng=noise_rng)
+    if blockers and cfg.noise_multiplier > 0 and theta0.size >= DENSE_NOISE_WARN_SIZE:
+        warnings.warn(
+            f"Sparse input with {theta0.size:,} parameters: {', '.join(blockers)} keep(s) the "
+            f"fit off the lazy-noise path, so every one of its {cfg.steps:,} steps draws "
+            f"{theta0.size:,} Gaussians and updates every coordinate. For wide sparse data "
+            "use momentum=0 and l2_regularization=0 (and verbose=0): the noise is then drawn "
+            "lazily and exactly, per touched coordinate (user guide, 'Lazy noise').",
+            PerformanceWarning,
+            stacklevel=2,
+        )
     theta = np.array(theta0, dtype=theta0.dtype, copy=True)
     velocity = np.zeros_like(theta)
     sampler = PoissonSampler(n_samples, cfg.sampling_rate, sample_rng)
