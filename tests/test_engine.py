@@ -331,66 +331,83 @@ def test_normal_stream_fresh_skips_only_a_short_remainder():
         np.testing.assert_array_equal(v, want[104:192])
 
 
+def _numpy_reference_run(theta0, oracle, n, cfg, sample_rng, noise_rng, public_oracle=None,
+                         noise_fn=None):
+    """The engine's eager update in plain numpy (what the fused kernel replaced)."""
+    theta = np.array(theta0, copy=True)
+    velocity = np.zeros_like(theta)
+    sampler = PoissonSampler(n, cfg.sampling_rate, sample_rng)
+    noise_std = cfg.noise_multiplier * cfg.max_grad_norm
+    noise = (NoiseStream(noise_rng, theta.shape, theta.dtype, noise_std, None, cfg.steps)
+             if noise_fn is None and noise_std > 0 else None)
+    average, n_averaged, seen = None, 0, []
+    for t in range(cfg.steps):
+        grad = oracle(sampler.sample(), theta)
+        if noise_fn is not None:
+            grad += noise_fn(noise_rng)
+        elif noise is not None:
+            grad += noise.draw()
+        grad /= cfg.sampling_rate * n
+        if public_oracle is not None:
+            grad *= cfg.alpha
+            grad += public_oracle(theta)
+        if cfg.l2_regularization:
+            grad += cfg.l2_regularization * theta
+        if cfg.momentum:
+            velocity *= cfg.momentum
+            velocity += grad
+            grad = velocity
+        theta -= cfg.step_size(t) * grad
+        if cfg.max_weight_norm is not None:
+            norm = np.linalg.norm(theta)
+            if norm > cfg.max_weight_norm:
+                theta *= cfg.max_weight_norm / norm
+        if cfg.average_start is not None and t >= cfg.average_start:
+            n_averaged += 1
+            if average is None:
+                average = theta.copy()
+            else:
+                average += (theta - average) / n_averaged
+        seen.append(theta.copy())
+    if noise is not None:
+        noise.close()
+    return (theta if average is None else average), seen
+
+
 @pytest.mark.parametrize("n_type", [int, np.int64])  # np.int64: a strong float64 normaliser
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("momentum,average_start,sigma,schedule",
-                         [(0.9, 10, 1.0, "constant"), (0.0, None, 1.0, "cosine"),
-                          (0.5, 0, 0.0, "linear"), (0.9, None, 2.0, "cosine")])
-def test_fused_update_is_the_numpy_update_bit_for_bit(dtype, momentum, average_start, sigma,
-                                                       schedule, n_type, monkeypatch):
-    from sklearn_fdp._engine import _loop
-
+@pytest.mark.parametrize("setting", [
+    dict(momentum=0.9, average_start=10),
+    dict(momentum=0.0, lr_schedule="cosine"),
+    dict(momentum=0.5, average_start=0, noise_multiplier=0.0, lr_schedule="linear"),
+    dict(momentum=0.9, lr_schedule="cosine", noise_multiplier=2.0, l2_regularization=0.01),
+    dict(momentum=0.9, average_start=5, max_weight_norm=0.5, alpha=0.3, public=True),
+    dict(momentum=0.0, average_start=5, noise_fn=True, l2_regularization=0.1),
+])
+def test_fused_update_is_the_numpy_update_bit_for_bit(dtype, setting, n_type):
     rng = np.random.default_rng(4)
     X = rng.normal(size=(200, 7)).astype(dtype)
     loss = LinearLoss("log_loss", 3)
     oracle = LinearGradientOracle(X, loss.encode(rng.integers(0, 3, 200)), loss, True, 1.0)
-    cfg = EngineConfig(steps=25, sampling_rate=0.1, noise_multiplier=sigma, max_grad_norm=1.0,
-                       learning_rate=0.3, lr_schedule=schedule, momentum=momentum,
-                       average_start=average_start)
+    setting = dict(setting)
+    public = (lambda th: (0.1 * np.tanh(th)).astype(th.dtype)) if setting.pop("public", False) \
+        else None
+    noise_fn = (lambda r: r.normal(size=(8, 3))) if setting.pop("noise_fn", False) else None
+    cfg = EngineConfig(**{**dict(steps=25, sampling_rate=0.1, noise_multiplier=1.0,
+                                 max_grad_norm=1.0, learning_rate=0.3), **setting})
     theta0 = rng.normal(size=(8, 3)).astype(dtype)
     original = theta0.copy()
-    seen = {}
-
-    def fit(fused):
-        monkeypatch.setattr(_loop, "FUSED_UPDATE", fused)
-        steps = []
-        theta = run_dp_sgd(theta0, oracle, n_type(200), cfg, sample_rng=np.random.default_rng(1),
-                           noise_rng=np.random.default_rng(2),
-                           callback=lambda t, th: steps.append(th.copy())).theta
-        seen[fused] = steps
-        return theta
-
-    fused, plain = fit(True), fit(False)
-    assert fused.dtype == plain.dtype == dtype
-    np.testing.assert_array_equal(fused, plain)
-    np.testing.assert_array_equal(np.array(seen[True]), np.array(seen[False]))
+    seen = []
+    fused = run_dp_sgd(theta0, oracle, n_type(200), cfg, sample_rng=np.random.default_rng(1),
+                       noise_rng=np.random.default_rng(2), public_oracle=public,
+                       noise_fn=noise_fn, callback=lambda t, th: seen.append(th.copy())).theta
+    want, want_seen = _numpy_reference_run(theta0, oracle, n_type(200), cfg,
+                                           np.random.default_rng(1), np.random.default_rng(2),
+                                           public, noise_fn)
+    assert fused.dtype == want.dtype == dtype
+    np.testing.assert_array_equal(fused, want)
+    np.testing.assert_array_equal(np.array(seen), np.array(want_seen))
     np.testing.assert_array_equal(theta0, original)  # never written
-
-
-@pytest.mark.parametrize("n,size", [(32561, 256), (32561, 651), (32561, 652), (100_000, 300),
-                                    (20_000, 399), (10_001, 1), (32561, 0), (500, 500),
-                                    (10_000, 7_000), (3, 2), (1, 1)])
-def test_compiled_choice_is_numpy_choice(n, size):
-    # The Poisson sampler's compiled Floyd: numpy's picks, in numpy's order,
-    # and the generator left in numpy's state (so every later draw agrees),
-    # in both of numpy's regimes (Floyd, and the tail shuffle it defers to).
-    from sklearn_fdp._engine._floyd import ChoiceWithoutReplacement
-
-    for seed in range(30):
-        a, b = np.random.default_rng(seed), np.random.default_rng(seed)
-        want = a.choice(n, size, replace=False)
-        got = ChoiceWithoutReplacement(b)(n, size)
-        assert got.dtype == want.dtype
-        np.testing.assert_array_equal(got, want)
-        assert a.bit_generator.state == b.bit_generator.state
-
-
-def test_poisson_sampler_draws_what_numpy_would():
-    rng, ref = np.random.default_rng(7), np.random.default_rng(7)
-    sampler = PoissonSampler(32561, 256 / 32561, rng)
-    for _ in range(50):
-        want = np.sort(ref.choice(32561, ref.binomial(32561, 256 / 32561), replace=False))
-        np.testing.assert_array_equal(sampler.sample(), want)
 
 
 def test_noise_stream_background_draws_the_same_sequence():

@@ -30,9 +30,6 @@ from ._samplers import PoissonSampler
 LR_SCHEDULES = ("constant", "cosine", "linear")
 # Sparse runs this large that cannot use lazy noise get a PerformanceWarning.
 DENSE_NOISE_WARN_SIZE = 1 << 17
-# Plain DP-SGD steps update the parameters in one fused kernel (bit-identical
-# to the numpy update; tests switch it off to compare).
-FUSED_UPDATE = True
 
 
 @dataclass(frozen=True)
@@ -186,63 +183,41 @@ def run_dp_sgd(
     if noise_fn is None and noise_std > 0:
         noise = NoiseStream(noise_rng, theta.shape, theta.dtype, noise_std, noise_mask, cfg.steps)
     report = progress_reporter(cfg.steps)  # None unless a progress hook is installed
-    # Plain DP-SGD (no public gradient, weight decay, projection or custom
-    # noise): the update after the oracle is one fused kernel, bit for bit
-    # the numpy code below (scalars in theta's dtype, as numpy casts them).
-    fused = (FUSED_UPDATE and noise_fn is None and public_oracle is None
-             and not cfg.l2_regularization and cfg.max_weight_norm is None)
-    no_noise = np.empty(0, dtype=theta.dtype)
+    empty = np.empty(0, dtype=theta.dtype)
 
     def scalar(value):
         # As numpy (NEP 50) combines a scalar with theta's arrays: a Python
         # number takes their dtype, a numpy float64 keeps its own.
         return value if isinstance(value, np.generic) else theta.dtype.type(value)
 
+    normaliser_, alpha_ = scalar(normaliser), scalar(cfg.alpha)
+    l2_, momentum_ = scalar(cfg.l2_regularization), scalar(cfg.momentum)
     try:
         for t in range(cfg.steps):
             idx = sampler.sample()
             grad = private_oracle(idx, theta)
-            if fused:
-                averaging = cfg.average_start is not None and t >= cfg.average_start
-                n_averaged += averaging
-                weight = n_averaged if averaging and average is not None else 0  # 0: no average
-                sgd_update(theta.reshape(-1), grad.reshape(-1),
-                           no_noise if noise is None else noise.draw().reshape(-1),
-                           scalar(normaliser), velocity.reshape(-1), scalar(cfg.momentum),
-                           scalar(cfg.step_size(t)),
-                           (theta if average is None else average).reshape(-1), scalar(weight))
-                if averaging and average is None:
-                    average = theta.copy()
-                if callback is not None:
-                    callback(t, theta)
-                if report is not None:
-                    report(t + 1)
-                continue
             if noise_fn is not None:
-                grad += noise_fn(noise_rng)
-            elif noise is not None:
-                grad += noise.draw()
-            grad /= normaliser
-            if public_oracle is not None:
-                grad *= cfg.alpha
-                grad += public_oracle(theta)
-            if cfg.l2_regularization:
-                grad += cfg.l2_regularization * theta
-            if cfg.momentum:
-                velocity *= cfg.momentum
-                velocity += grad
-                grad = velocity
-            theta -= cfg.step_size(t) * grad
-            if cfg.max_weight_norm is not None:
+                step_noise = noise_fn(noise_rng)
+            else:
+                step_noise = empty if noise is None else noise.draw()
+            public = empty if public_oracle is None else public_oracle(theta)
+            averaging = cfg.average_start is not None and t >= cfg.average_start
+            n_averaged += averaging
+            project = cfg.max_weight_norm is not None
+            # The average is updated in the kernel unless a projection comes first.
+            weight = n_averaged if averaging and average is not None and not project else 0
+            sgd_update(theta.reshape(-1), grad.reshape(-1), np.reshape(step_noise, -1),
+                       normaliser_, alpha_, np.reshape(public, -1), l2_, velocity.reshape(-1),
+                       momentum_, scalar(cfg.step_size(t)),
+                       (theta if average is None else average).reshape(-1), scalar(weight))
+            if project:
                 norm = np.linalg.norm(theta)
                 if norm > cfg.max_weight_norm:
                     theta *= cfg.max_weight_norm / norm
-            if cfg.average_start is not None and t >= cfg.average_start:
-                n_averaged += 1
-                if average is None:
-                    average = theta.copy()
-                else:
+                if averaging and average is not None:
                     average += (theta - average) / n_averaged
+            if averaging and average is None:
+                average = theta.copy()
             if callback is not None:
                 callback(t, theta)
             if report is not None:
