@@ -96,8 +96,10 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         does not depend on θ, so its clipped sum over all records is
         released once with the Gaussian mechanism and the model minimises
         the label-free public loss plus the released linear term (L-BFGS;
-        post-processing). ``"auto"``: ``"sufficient_statistic"`` in that
-        case, ``"alg1"`` otherwise. ``method_`` records the choice.
+        post-processing; ``steps_ = 1``, ``sampling_rate_ = 1``,
+        ``n_iter_`` the L-BFGS iterations, ``learning_rate_`` NaN; the
+        SGD settings are unused). ``"auto"``: ``"sufficient_statistic"`` in
+        that case, ``"alg1"`` otherwise. ``method_`` records the choice.
     alpha : float or "auto", default="auto"
         Weight of the noisy private gradient: ``g = g_pub + alpha * g_priv``
         (post-processing; any value in (0, inf) keeps the guarantee). Below 1
