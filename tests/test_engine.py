@@ -410,6 +410,32 @@ def test_fused_update_is_the_numpy_update_bit_for_bit(dtype, setting, n_type):
     np.testing.assert_array_equal(theta0, original)  # never written
 
 
+@pytest.mark.parametrize("n,size", [(32561, 256), (32561, 651), (32561, 652), (100_000, 300),
+                                    (20_000, 399), (10_001, 1), (32561, 0), (500, 500),
+                                    (10_000, 7_000), (3, 2), (1, 1)])
+def test_compiled_choice_is_numpy_choice(n, size):
+    # The Poisson sampler's compiled Floyd: numpy's picks, in numpy's order,
+    # and the generator left in numpy's state (so every later draw agrees),
+    # in both of numpy's regimes (Floyd, and the tail shuffle it defers to).
+    from sklearn_fdp._engine._floyd import ChoiceWithoutReplacement
+
+    for seed in range(30):
+        a, b = np.random.default_rng(seed), np.random.default_rng(seed)
+        want = a.choice(n, size, replace=False)
+        got = ChoiceWithoutReplacement(b)(n, size)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        assert a.bit_generator.state == b.bit_generator.state
+
+
+def test_poisson_sampler_draws_what_numpy_would():
+    rng, ref = np.random.default_rng(7), np.random.default_rng(7)
+    sampler = PoissonSampler(32561, 256 / 32561, rng)
+    for _ in range(50):
+        want = np.sort(ref.choice(32561, ref.binomial(32561, 256 / 32561), replace=False))
+        np.testing.assert_array_equal(sampler.sample(), want)
+
+
 def test_noise_stream_background_draws_the_same_sequence():
     # Drawing one step ahead on a worker thread must not change a single bit,
     # nor leave the generator in another state.
