@@ -194,8 +194,9 @@ def _build_parser():
                     help="passes over the data (default: the estimator's)")
     tr.add_argument("--batch-size", type=_batch_size, default="auto",
                     help="expected Poisson batch size or 'auto' (default: %(default)s)")
-    tr.add_argument("--max-grad-norm", type=_positive_float("--max-grad-norm"), default=1.0,
-                    help="per-example clip norm C (default: %(default)s)")
+    tr.add_argument("--max-grad-norm", type=_positive_float("--max-grad-norm"), default=None,
+                    help="per-example clip norm C (default: the model's own: 0.5 for "
+                         "fdp-logreg's Algorithm 1, 1 for the others)")
     tr.add_argument("--random-state", type=int, default=None,
                     help="seed of the batches and the noise (default: fresh randomness)")
     tr.add_argument("--out", required=True, help="where to write the model (.skops)")
@@ -502,8 +503,10 @@ def _make_estimator(args, private_outputs):
     import sklearn_fdp
 
     cls = getattr(sklearn_fdp, MODELS[args.model])
-    params = dict(epsilon=args.epsilon, delta=args.delta, max_grad_norm=args.max_grad_norm,
+    params = dict(epsilon=args.epsilon, delta=args.delta,
                   batch_size=args.batch_size, random_state=args.random_state)
+    if args.max_grad_norm is not None:
+        params["max_grad_norm"] = args.max_grad_norm
     if args.epochs is not None:
         params["epochs"] = args.epochs
     if args.model in FDP_MODELS:

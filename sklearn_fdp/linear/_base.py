@@ -95,7 +95,7 @@ class BaseDPLinearClassifier(DPSGDBudgetMixin, LinearClassifierMixin, Classifier
     # -- hooks for subclasses ------------------------------------------------
 
     def _make_private_oracle(self, X, y_enc, loss):
-        return LinearGradientOracle(X, y_enc, loss, self.fit_intercept, self.max_grad_norm)
+        return LinearGradientOracle(X, y_enc, loss, self.fit_intercept, self._clip_norm())
 
     def _make_public_oracle(self, X, y_enc, loss, rng):
         return None
@@ -163,6 +163,10 @@ class BaseDPLinearClassifier(DPSGDBudgetMixin, LinearClassifierMixin, Classifier
             )
         return X, encoder.classes_, encoder.transform(y)
 
+    def _clip_norm(self):
+        """Per-example clip norm of the run (subclasses may resolve an "auto")."""
+        return float(self.max_grad_norm)
+
     def _fit_engine(self, X, y):
         """Validate, account, run the engine and store the fitted attributes."""
         self._check_params(X, y)
@@ -174,6 +178,7 @@ class BaseDPLinearClassifier(DPSGDBudgetMixin, LinearClassifierMixin, Classifier
         sampling_rate = batch_size / n_samples
         steps = max(1, math.ceil(self.epochs * n_samples / batch_size))
         self._setup_fit(X, batch_size)
+        clip = self._clip_norm()
         if self._fits_without_engine():
             return self._fit_without_engine(X, classes, y_index)
         sigma, event, spent, accountant = self._budget(n_samples, sampling_rate, steps)
@@ -192,10 +197,10 @@ class BaseDPLinearClassifier(DPSGDBudgetMixin, LinearClassifierMixin, Classifier
         )
         # The noise the step size must average out has std alpha * σ * C per
         # coordinate (FDP Algorithm 1 scales the private part by alpha).
-        extra = self._engine_extra(sigma * self.max_grad_norm, batch_size, n_rows)
+        extra = self._engine_extra(sigma * clip, batch_size, n_rows)
         alpha = extra.get("alpha", 1.0)
         learning_rate = (
-            _auto_learning_rate(alpha * sigma * self.max_grad_norm, batch_size, n_rows,
+            _auto_learning_rate(alpha * sigma * clip, batch_size, n_rows,
                                 n_outputs)
             if self.learning_rate == "auto"
             else float(self.learning_rate)
@@ -204,7 +209,7 @@ class BaseDPLinearClassifier(DPSGDBudgetMixin, LinearClassifierMixin, Classifier
             steps=steps,
             sampling_rate=sampling_rate,
             noise_multiplier=sigma,
-            max_grad_norm=self.max_grad_norm,
+            max_grad_norm=clip,
             learning_rate=learning_rate,
             lr_schedule=self.lr_schedule,
             momentum=self.momentum,

@@ -304,6 +304,8 @@ def test_dataframe_names_select_encoder_columns(binary):
     (dict(private_features=[0], public_loss="zeros"), "public_loss"),
     (dict(private_features=[0], method="sgd"), "method"),
     (dict(private_features=[0], alpha=0.0), "alpha"),
+    (dict(private_features=[0], max_grad_norm="large"), "max_grad_norm"),
+    (dict(private_features=[0], max_grad_norm=0.0), "max_grad_norm"),
     (dict(private_features=[0], loss="hinge"), "loss"),
 ])
 def test_bad_specs_and_parameters_raise(binary, params, match):
@@ -392,6 +394,32 @@ def test_sufficient_statistic_epsilon_is_one_gaussian_mechanism(binary, neighbor
     accountant.compose(dp_accounting.GaussianDpEvent(clf.noise_multiplier_))
     assert clf.epsilon_ == pytest.approx(accountant.get_epsilon(clf.delta_), rel=1e-3)
     assert clf.epsilon_ <= 0.5
+
+
+@pytest.mark.parametrize("method, label_public, clip", [
+    ("alg1", True, 0.5), ("alg1", False, 0.5), ("dpsgd", True, 1.0)])
+def test_auto_clip_is_resolved_per_method_and_used(binary, method, label_public, clip):
+    X, y = binary
+    common = dict(private_features=[0, 1], label_public=label_public, method=method,
+                  epsilon=1.0, epochs=2, accountant="rdp", random_state=0)
+    auto = FeatureDPLogisticRegression(**common).fit(X, y)
+    explicit = FeatureDPLogisticRegression(max_grad_norm=clip, **common).fit(X, y)
+    assert auto.get_params()["max_grad_norm"] == "auto"
+    assert auto.max_grad_norm_ == clip == explicit.max_grad_norm_
+    # Same clip, same noise std (σ C) and step size: the same model.
+    np.testing.assert_array_equal(auto.coef_, explicit.coef_)
+    assert auto.learning_rate_ == explicit.learning_rate_
+    other = FeatureDPLogisticRegression(max_grad_norm=2 * clip, **common).fit(X, y)
+    assert not np.array_equal(auto.coef_, other.coef_)
+
+
+def test_sufficient_statistic_auto_clip_is_one_capped_by_the_largest_term(binary):
+    # Rows of norm 1 plus the intercept: the binary term has norm √2 / 2 < 1.
+    X, y = binary
+    clf = _label_dp(epsilon=1.0, random_state=0)
+    clf.fit(X, y, feature_names=[f"f{i}" for i in range(8)])
+    assert clf.method_ == "sufficient_statistic"
+    assert clf.max_grad_norm_ == pytest.approx(np.sqrt(2) / 2)
 
 
 def test_sufficient_statistic_clip_is_the_largest_possible_term(binary, multiclass):
