@@ -98,6 +98,9 @@ ERRORS = []  # every configuration that raised, reported at the end
 def prepare(seed=0, subsample=None):
     """Features as DataFrames; stratified K-fold validation folds of the training rows.
 
+    Also the single 80/20 split (``fit_idx``/``val_idx``) earlier versions
+    selected on, which ``bench_mlp.py`` uses.
+
     With ``subsample``, the training set is a fixed random subset of adult.data
     of that size (drawn with ``seed``) and the folds are made inside it.
     """
@@ -114,8 +117,12 @@ def prepare(seed=0, subsample=None):
         rows = np.sort(rng.permutation(len(ytr))[:subsample])
         Xtr, ytr = Xtr.iloc[rows].reset_index(drop=True), ytr[rows]
     folds = StratifiedKFold(N_FOLDS, shuffle=True, random_state=seed)
+    # The single 80/20 split of earlier versions, still used by bench_mlp.py.
+    perm = rng.permutation(len(ytr))
+    cut = int(0.8 * len(ytr))
     return dict(X_train=Xtr, y_train=ytr, X_test=Xte, y_test=yte,
-                folds=list(folds.split(np.zeros(len(ytr)), ytr)))
+                folds=list(folds.split(np.zeros(len(ytr)), ytr)),
+                fit_idx=np.sort(perm[:cut]), val_idx=np.sort(perm[cut:]))
 
 
 def _record_error(where, exc):
