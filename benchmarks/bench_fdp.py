@@ -553,6 +553,8 @@ def main(argv=None):
         tables["B_label_dp"], epsilons,
         common + " Randomized response is ε-label-DP with δ = 0; DP-SGD protects whole "
         "records (stronger)."))
+    md.append(differences_table(b_lines, epsilons, LABEL_DEFAULT,
+                                ["DPSGDClassifier (defaults)", RR_NAME]))
     if ERRORS:
         md.append("## Errors\n\n" + "\n".join(f"- {e['where']}: {e['error']}" for e in ERRORS)
                   + "\n")
