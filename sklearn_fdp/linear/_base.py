@@ -178,9 +178,9 @@ class BaseDPLinearClassifier(DPSGDBudgetMixin, LinearClassifierMixin, Classifier
         sampling_rate = batch_size / n_samples
         steps = max(1, math.ceil(self.epochs * n_samples / batch_size))
         self._setup_fit(X, batch_size)
-        clip = self._clip_norm()
         if self._fits_without_engine():
             return self._fit_without_engine(X, classes, y_index)
+        clip = self._clip_norm()
         sigma, event, spent, accountant = self._budget(n_samples, sampling_rate, steps)
 
         n_outputs = 1 if len(classes) == 2 else len(classes)
