@@ -628,8 +628,16 @@ def _save(model, path):
         raise CLIError(f"cannot write --out {path!r}: {exc.strerror}.") from None
 
 
+# Non-estimator containers that scikit-learn itself stores inside fitted
+# estimators the CLI writes (scikit-learn 1.6 keeps a ColumnTransformer's
+# remainder columns in this list subclass; later releases a plain list).
+_SKLEARN_CONTAINERS = frozenset({"sklearn.compose._column_transformer._RemainderColsList"})
+
+
 def _trusted(name):
     """Whether a type named in a model file is one the CLI writes."""
+    if name in _SKLEARN_CONTAINERS:
+        return True
     module, _, attr = name.rpartition(".")
     if module == __name__:
         return attr in _CLI_FUNCTIONS

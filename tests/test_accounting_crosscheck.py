@@ -22,6 +22,9 @@ from scipy.stats import norm
 
 from sklearn_fdp import accounting
 
+# np.trapezoid is NumPy >= 2.0; np.trapz (the same rule) before that.
+_trapezoid = getattr(np, "trapezoid", None) or np.trapz
+
 ADD_REMOVE = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
 REPLACE_ONE = dp_accounting.NeighboringRelation.REPLACE_ONE
 
@@ -128,7 +131,7 @@ def _replace_one_subsampled_epsilon(q, sigma, delta):
     r = (1 - q) * norm.pdf(x, 0, sigma) + q * norm.pdf(x, 1, sigma)
 
     def hockey(eps):
-        return np.trapezoid(np.maximum(0.0, p - math.exp(eps) * r), x)
+        return _trapezoid(np.maximum(0.0, p - math.exp(eps) * r), x)
 
     lo, hi = 0.0, 50.0
     for _ in range(60):

@@ -374,6 +374,28 @@ def _numpy_reference_run(theta0, oracle, n, cfg, sample_rng, noise_rng, public_o
     return (theta if average is None else average), seen
 
 
+@pytest.fixture
+def nep50():
+    """NumPy's NEP 50 promotion for the numpy reference, on every supported NumPy.
+
+    The fused kernel combines scalars with arrays as NumPy 2 does (NEP 50: a
+    float64 scalar times a float32 array is float64, then stored as float32).
+    NumPy 1.26 (the declared minimum) promotes by value by default, so its
+    reference update would round differently in float32; its opt-in NEP 50
+    mode gives the NumPy 2 semantics the kernel implements.
+    """
+    set_state = getattr(np, "_set_promotion_state", None)
+    if set_state is None or np.lib.NumpyVersion(np.__version__) >= "2.0.0":
+        yield
+        return
+    old = np._get_promotion_state()
+    set_state("weak")
+    try:
+        yield
+    finally:
+        set_state(old)
+
+
 @pytest.mark.parametrize("n_type", [int, np.int64])  # np.int64: a strong float64 normaliser
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("setting", [
@@ -384,7 +406,7 @@ def _numpy_reference_run(theta0, oracle, n, cfg, sample_rng, noise_rng, public_o
     dict(momentum=0.9, average_start=5, max_weight_norm=0.5, alpha=0.3, public=True),
     dict(momentum=0.0, average_start=5, noise_fn=True, l2_regularization=0.1),
 ])
-def test_fused_update_is_the_numpy_update_bit_for_bit(dtype, setting, n_type):
+def test_fused_update_is_the_numpy_update_bit_for_bit(dtype, setting, n_type, nep50):
     rng = np.random.default_rng(4)
     X = rng.normal(size=(200, 7)).astype(dtype)
     loss = LinearLoss("log_loss", 3)
