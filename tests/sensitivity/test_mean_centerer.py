@@ -53,9 +53,12 @@ def _check(X, i, norm_bound, row_scaling):
     a = released_sum(X, norm_bound, row_scaling)
     X2, _ = remove_one(X, None, i)
     b = released_sum(X2, norm_bound, row_scaling)
-    # The sums accumulate in float64; the rows are scaled in X's dtype.
-    return assert_sensitivity(a, b, norm_bound, n_terms=X.shape[0], clip=norm_bound,
-                              dtype=X.dtype, what=f"PrivateMeanCenterer ({row_scaling})")
+    # The sums accumulate in float64; the rows are scaled in X's dtype. Compared
+    # in units of norm_bound: the norm of a difference of order 1e-160 would
+    # underflow in the check itself.
+    return norm_bound * assert_sensitivity(
+        a / norm_bound, b / norm_bound, 1.0, n_terms=X.shape[0], clip=1.0, dtype=X.dtype,
+        what=f"PrivateMeanCenterer ({row_scaling})")
 
 
 def tiny_rows(dtype, n=4, d=1000):
