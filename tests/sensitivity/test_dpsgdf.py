@@ -197,6 +197,19 @@ def test_later_rounds_clipped_sum(relation, case, noise_scale, radius_factor):
                        dtype=np.float64, what=f"DPSGD-F analysed round k ({relation})")
 
 
+def test_later_round_of_tiny_rows():
+    """Offsets whose squares underflow float64: the clip must still bind at ``r``."""
+    X = tiny_rows(np.float64)
+    true_norm = float(np.linalg.norm(X[0] * 1e150) / 1e150)
+    radius = 0.5 * true_norm
+    centre = np.zeros(X.shape[1])
+    a = _clipped_sum_around(X, centre, radius) / radius  # in units of r (no underflow below)
+    b = _clipped_sum_around(X[1:], centre, radius) / radius
+    ratio = assert_sensitivity(a, b, 1.0, n_terms=len(X), clip=1.0, dtype=np.float64,
+                               what="DPSGD-F analysed round k, tiny offsets")
+    assert ratio > 0.99
+
+
 @pytest.mark.parametrize("relation", RELATIONS)
 @settings(max_examples=40, deadline=None, derandomize=True)
 @given(case=_cases(), noise_scale=st.sampled_from([0.0, 1e-3, 1.0, 1e3]))
