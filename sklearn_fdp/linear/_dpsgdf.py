@@ -9,7 +9,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import accounting
 from .._engine import LinearGradientOracle
-from .._preprocessing import scale_rows
+from .._preprocessing import _row_norms, scale_rows
 from .._validation import Interval, StrOptions, _fit_context, atomic_fit
 from .._random import secure_if
 from ._base import BaseDPLinearClassifier
@@ -115,7 +115,7 @@ def _clipped_sum_around(X, centre, radius):
     add/remove). ``X`` and ``centre`` are float64.
     """
     diff = X - centre
-    dist = np.linalg.norm(diff, axis=1)
+    dist = _row_norms(diff)  # np.linalg.norm's, except where squares would underflow
     with np.errstate(divide="ignore", invalid="ignore"):
         factor = np.where(dist > radius, radius / dist, 1.0)
     return (diff * factor[:, None]).sum(axis=0)
