@@ -23,6 +23,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
+from ._kernels import CSR_CANONICAL, CSR_MALFORMED, csr_format_code
 from .accounting import NEIGHBORING_RELATIONS
 from .exceptions import PrivacyLeakWarning
 
@@ -34,6 +35,7 @@ __all__ = [
     "StrOptions",
     "_fit_context",
     "atomic_fit",
+    "canonical_csr",
     "check_delta_vs_n",
     "check_row_norms_finite",
     "validate_numeric_data",
@@ -80,15 +82,67 @@ def atomic_fit(fit):
     return wrapper
 
 
+def canonical_csr(X):
+    """A sparse ``X`` as CSR in canonical format; anything else is returned as is.
+
+    Canonical: in every row, each column is stored at most once and the
+    column indices increase. scipy allows a column to be stored several
+    times (its value is then the sum of the copies), but the kernels compute
+    a row's norm as ``Σ data²`` over the stored entries, which for a value
+    split into ``k`` copies is ``k`` times too small: the clip would let the
+    row contribute up to ``√k · C`` (issue 16 item 3). So every sparse input
+    is canonicalised before any norm is computed.
+
+    CSC, COO and other formats are converted to CSR. When the CSR structure
+    is not canonical, a *copy* gets its duplicates summed and its indices
+    sorted (``sum_duplicates``); the caller's matrix is never modified. A
+    canonical CSR input is returned itself. The check reads the index
+    arrays (a cached ``has_canonical_format`` flag can be stale after an
+    in-place edit of ``indices``), in one pass without allocation. Explicit
+    zeros, the index dtype (int32 or int64) and the value dtype are kept.
+
+    Raises
+    ------
+    ValueError
+        When the CSR structure is malformed (``indptr`` decreasing or
+        inconsistent with ``indices``, column indices out of range), which
+        the kernels would read out of bounds.
+    """
+    if not sp.issparse(X):
+        return X
+    owned = X.format != "csr"
+    if owned:
+        X = X.tocsr()  # a new matrix (COO sums its duplicates here; CSC keeps them)
+    code = csr_format_code(X.indptr, X.indices, X.shape[1])
+    if code == CSR_CANONICAL:
+        return X
+    if code == CSR_MALFORMED:
+        raise ValueError(
+            f"The sparse matrix X of shape {X.shape} has an invalid CSR structure (indptr "
+            "not starting at 0, decreasing or past the end of indices, or column indices "
+            "outside [0, n_features)). Build it with scipy.sparse constructors and check "
+            "it with X.check_format(full_check=True)."
+        )
+    if not owned:
+        X = X.copy()
+    # Forget any cached flag, so that the sort and the sum really run.
+    X.has_sorted_indices = False
+    X.has_canonical_format = False
+    X.sum_duplicates()
+    return X
+
+
 def validate_numeric_data(estimator, *args, **kwargs):
     """``sklearn.utils.validation.validate_data`` with a clear message for text columns.
 
     numpy's "could not convert string to float: 'x'" names neither the
     estimator nor the fix (and echoes a data value); it is re-raised as a
-    ValueError that says what to do.
+    ValueError that says what to do. A sparse ``X`` comes back in canonical
+    CSR format (:func:`canonical_csr`), a copy when it had duplicate or
+    unsorted entries.
     """
     try:
-        return validate_data(estimator, *args, **kwargs)
+        result = validate_data(estimator, *args, **kwargs)
     except ValueError as exc:
         if "could not convert" not in str(exc):
             raise
@@ -97,6 +151,9 @@ def validate_numeric_data(estimator, *args, **kwargs):
             "non-numeric values (strings or other objects). Encode categorical columns "
             "first, e.g. with sklearn.preprocessing.OneHotEncoder in a ColumnTransformer."
         ) from None
+    if isinstance(result, tuple):
+        return (canonical_csr(result[0]), *result[1:])
+    return canonical_csr(result)
 
 
 def check_row_norms_finite(X, estimator_name, compute_dtype=None):

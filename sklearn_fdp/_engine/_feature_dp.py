@@ -35,6 +35,7 @@ from scipy.special import expit, softmax
 
 from .._kernels import clip_factors, outer_difference_norms
 from .._outofcore import is_row_source
+from .._validation import canonical_csr
 from ._linear import squared_row_norms, take_rows
 from ._samplers import UniformSampler
 
@@ -197,6 +198,7 @@ class FeatureDPPrivateOracle:
                  max_grad_norm, pad_rng=None):
         if loss.loss != "log_loss":
             raise ValueError(f"FDP oracles support log_loss only, got {loss.loss!r}.")
+        X = canonical_csr(X)  # no duplicate entries in the norms (a no-op after validation)
         self.X = X
         self.y = y
         self.loss = loss
@@ -259,6 +261,7 @@ class FeatureDPPublicOracle:
 
     def __init__(self, X, y, loss, public_mask, label_public, public_loss, fit_intercept,
                  batch_size, sample_rng, pad_rng=None):
+        X = canonical_csr(X)
         self.X = X
         self.y = y
         self.loss = loss

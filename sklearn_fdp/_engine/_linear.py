@@ -41,6 +41,7 @@ from .._kernels import (
     loss_code,
 )
 from .._outofcore import is_row_source
+from .._validation import canonical_csr
 
 # Dense path rule. Measured on the 2-core x86_64 reference machine (OpenBLAS,
 # one thread, batch 256, random rows of a 20,000-row matrix; median µs per
@@ -117,7 +118,7 @@ def squared_row_norms(X):
     if is_row_source(X):
         return X.squared_row_norms()  # chunk by chunk, same values as below
     if sp.issparse(X):
-        X = X.tocsr()
+        X = canonical_csr(X)  # Σ data² is the norm only without duplicate entries
         out = np.empty(X.shape[0], dtype=np.float64)
         csr_squared_row_norms(X.indptr, X.data, out)  # no temporary copy of X
         return out
@@ -164,8 +165,9 @@ class LinearGradientOracle:
     """
 
     def __init__(self, X, y, loss, fit_intercept, max_grad_norm):
-        if sp.issparse(X):
-            X = X.tocsr()
+        # Estimators pass canonical CSR already (validation); checked again
+        # here so that no path reaches the kernels with duplicate entries.
+        X = canonical_csr(X)
         self.X = X
         self.y = y
         self.loss = loss

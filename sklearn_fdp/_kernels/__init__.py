@@ -30,7 +30,10 @@ from ._linear import (
     residual_row,
 )
 from ._sparse import (
+    CSR_CANONICAL,
+    CSR_MALFORMED,
     catch_up_tables,
+    csr_format_code,
     csr_scatter_add,
     csr_squared_row_norms,
     flush,
@@ -42,12 +45,15 @@ from ._update import sgd_update
 __all__ = [
     "BINARY_HINGE",
     "BINARY_LOG",
+    "CSR_CANONICAL",
+    "CSR_MALFORMED",
     "MULTI_HINGE",
     "MULTI_LOG",
     "catch_up_tables",
     "clip_factors",
     "clip_residuals",
     "csr_clipped_sum",
+    "csr_format_code",
     "csr_scatter_add",
     "csr_squared_row_norms",
     "dense_clipped_sum",

@@ -38,6 +38,38 @@ from ._linear import _clipped_residual_row
 from ._prefetch import prefetch
 
 
+# Return codes of :func:`csr_format_code`.
+CSR_CANONICAL, CSR_NOT_CANONICAL, CSR_MALFORMED = 0, 1, 2
+
+
+@njit(cache=True)
+def csr_format_code(indptr, indices, n_cols):
+    """Whether a CSR structure is canonical, from its arrays (no cached flag trusted).
+
+    :data:`CSR_CANONICAL`: in every row the column indices strictly
+    increase (sorted, no column stored twice). :data:`CSR_NOT_CANONICAL`:
+    some row has a duplicate or an unsorted pair. :data:`CSR_MALFORMED`:
+    ``indptr`` does not start at 0, decreases or runs past ``indices``, or a
+    column index is outside ``[0, n_cols)``; the kernels would read out of
+    bounds. One pass, no allocation.
+    """
+    n_rows = indptr.shape[0] - 1
+    if n_rows < 0 or indptr[0] != 0 or indptr[n_rows] > indices.shape[0]:
+        return CSR_MALFORMED
+    code = CSR_CANONICAL
+    for i in range(n_rows):
+        start, stop = indptr[i], indptr[i + 1]
+        if stop < start:
+            return CSR_MALFORMED
+        for p in range(start, stop):
+            j = indices[p]
+            if j < 0 or j >= n_cols:
+                return CSR_MALFORMED
+            if p > start and j <= indices[p - 1]:
+                code = CSR_NOT_CANONICAL
+    return code
+
+
 @njit(cache=True)
 def csr_squared_row_norms(indptr, data, out):
     """``out[i] = Σ_p data[p]²`` over row ``i`` (no copy of the matrix)."""

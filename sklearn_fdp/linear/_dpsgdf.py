@@ -9,7 +9,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import accounting
 from .._engine import LinearGradientOracle
-from .._preprocessing import scale_rows
+from .._preprocessing import _row_norms, scale_rows
 from .._validation import Interval, StrOptions, _fit_context, atomic_fit
 from .._random import secure_if
 from ._base import BaseDPLinearClassifier
@@ -108,6 +108,19 @@ def _plan_mean_rounds(sigma_mean, n_samples, n_features):
     return best[1], best[2]
 
 
+def _clipped_sum_around(X, centre, radius):
+    """``Σ_i clip(x_i - centre, radius)``: what a later round of the mean releases.
+
+    Each term has norm at most ``radius`` (L2 sensitivity ``radius`` under
+    add/remove). ``X`` and ``centre`` are float64.
+    """
+    diff = X - centre
+    dist = _row_norms(diff)  # np.linalg.norm's, except where squares would underflow
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = np.where(dist > radius, radius / dist, 1.0)
+    return (diff * factor[:, None]).sum(axis=0)
+
+
 def _coarse_to_fine_mean(X, feature_norm, rounds, sigma_k, rng):
     """Private mean whose error scales with the data's spread, not with ``R``.
 
@@ -143,13 +156,10 @@ def _coarse_to_fine_mean(X, feature_norm, rounds, sigma_k, rng):
     mean = X.sum(axis=0) / n_samples + rng.normal(0.0, sigma_k * radius / n_samples, n_features)
     radii = [radius]
     for _ in range(1, rounds):
-        diff = X - mean
-        dist = np.linalg.norm(diff, axis=1)
+        dist = np.linalg.norm(X - mean, axis=1)
         top = float(feature_norm) + float(np.linalg.norm(mean))
         radius = _private_upper_quantile(dist, top, sigma_k, rng)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            factor = np.where(dist > radius, radius / dist, 1.0)
-        clipped_sum = (diff * factor[:, None]).sum(axis=0)
+        clipped_sum = _clipped_sum_around(X, mean, radius)
         mean = mean + clipped_sum / n_samples + rng.normal(
             0.0, sigma_k * radius / n_samples, n_features)
         radii.append(radius)
