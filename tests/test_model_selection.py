@@ -244,3 +244,106 @@ def test_secure_trial_counts_follow_the_law(distribution, shape):
         assert draws.min() >= 1
         law_mean, law_var, n_ref = ref.mean(), ref.var(), len(ref)
     assert abs(draws.mean() - law_mean) < 4 * np.sqrt(law_var / len(draws) + law_var / n_ref)
+
+
+# -- issue 16 item 1: the number of trials K must stay secret ------------------
+
+class _WarningDPSGD(DPSGDClassifier):
+    """A DPSGDClassifier that emits one (non-privacy) warning per fit."""
+
+    def fit(self, X, y):
+        import warnings
+
+        warnings.warn("trial warning from fit", UserWarning, stacklevel=2)
+        return super().fit(X, y)
+
+
+def _signature(value):
+    """Type and size of a fitted attribute, recursively: what could encode K."""
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((k, _signature(v)) for k, v in value.items())))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_signature(v) for v in value))
+    if isinstance(value, np.ndarray):
+        return ("ndarray", value.shape, value.dtype.str)
+    if hasattr(value, "get_params"):  # an estimator: its attribute names and params
+        return (type(value).__name__, tuple(sorted(vars(value))))
+    return (type(value).__name__,)
+
+
+def _observe_search(monkeypatch, caplog, capsys, data, k, **kw):
+    """Fit a search that runs exactly ``k`` trials; return everything it let out."""
+    import logging
+    import warnings
+
+    from sklearn_fdp import _search
+    from sklearn_fdp._progress import progress_hook
+
+    monkeypatch.setattr(_search, "_sample_truncated_negative_binomial",
+                        lambda rng, shape, mean, secure=False: k)
+    X, y = data
+    est = _WarningDPSGD(epochs=1, accountant="rdp", verbose=1)
+    search = PrivateRandomizedSearchCV(
+        est, {"learning_rate": loguniform(0.05, 5.0), "momentum": [0.0, 0.9]},
+        epsilon=2.0, delta=1e-5, n_iter=3, verbose=1, **kw)
+    progress = []
+    caplog.clear()
+    capsys.readouterr()
+    with caplog.at_level(logging.DEBUG), warnings.catch_warnings(record=True) as caught, \
+            progress_hook(lambda done, total: progress.append((done, total))):
+        warnings.simplefilter("always")
+        search.fit(X, y)
+    out = capsys.readouterr()
+    return dict(
+        search=search,
+        printed=(out.out, out.err),
+        # numba's JIT logs its compilation (once per process, K-free): not ours.
+        logged=[(r.name, r.levelno, r.getMessage()) for r in caplog.records
+                if not r.name.startswith("numba")],
+        warned=[(w.category, str(w.message)) for w in caught],
+        progress=progress,
+    )
+
+
+@pytest.mark.parametrize("noise", ["default", "secure"])
+def test_search_does_not_reveal_the_number_of_trials(monkeypatch, caplog, capsys, data,
+                                                     noise):
+    # Papernot-Steinke's bound (RepeatAndSelectDpEvent) holds only when the
+    # best candidate is the sole output: conditioned on a revealed K, best-of-K
+    # is close to K-fold composition. Two searches that run different numbers
+    # of trials must be indistinguishable except through the released best
+    # candidate: same fitted attribute names and shapes, same values for
+    # everything but best_*, same printed lines, log records, warnings and
+    # progress reports.
+    one = _observe_search(monkeypatch, caplog, capsys, data, 1, noise=noise, random_state=0)
+    many = _observe_search(monkeypatch, caplog, capsys, data, 4, noise=noise, random_state=0)
+    a, b = one["search"], many["search"]
+    for gone in ("n_trials_", "best_index_", "cv_results_"):
+        assert not hasattr(a, gone) and not hasattr(b, gone), gone
+    assert sorted(vars(a)) == sorted(vars(b))
+    released = {"best_estimator_", "best_params_", "best_score_"}
+    for name in vars(a):
+        assert _signature(getattr(a, name)) == _signature(getattr(b, name)), name
+        if name.endswith("_") and name not in released:
+            assert repr(getattr(a, name)) == repr(getattr(b, name)), name
+    assert sorted(a.best_estimator_.get_params()) == sorted(b.best_estimator_.get_params())
+    assert one["printed"] == many["printed"]
+    assert one["printed"][0]  # verbose still says something (K-free)
+    assert one["logged"] == many["logged"]
+    assert one["warned"] == many["warned"]
+    assert one["progress"] == many["progress"]
+
+
+def test_secure_search_takes_nothing_from_random_state(data):
+    # With noise="secure" the attacker may know random_state. The trial
+    # configurations, the split and the trials' seeds must not come from it:
+    # a known sequence of configurations (or of trial seeds) turns
+    # best_params_ into the index of the winning trial, a lower bound on K.
+    X, y = data
+    rs = np.random.RandomState(0)
+    before = rs.get_state()[1].copy()
+    PrivateRandomizedSearchCV(DPSGDClassifier(epochs=1, accountant="rdp"),
+                              {"learning_rate": loguniform(0.05, 5.0)}, epsilon=2.0,
+                              delta=1e-5, n_iter=2, noise="secure",
+                              random_state=rs).fit(X, y)
+    np.testing.assert_array_equal(rs.get_state()[1], before)
