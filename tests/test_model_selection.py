@@ -346,3 +346,56 @@ def test_secure_search_takes_nothing_from_random_state(data):
                               delta=1e-5, n_iter=2, noise="secure",
                               random_state=rs).fit(X, y)
     np.testing.assert_array_equal(rs.get_state()[1], before)
+
+
+# -- issue 16 item 7: random_state=None means fresh OS entropy -----------------
+
+class _RecordingDPSGD(DPSGDClassifier):
+    """A DPSGDClassifier that records the random_state each fit runs with."""
+
+    seen = []
+
+    def fit(self, X, y):
+        type(self).seen.append(self.random_state)
+        return super().fit(X, y)
+
+
+def test_search_without_random_state_ignores_numpys_global_state(data):
+    # random_state=None must not draw K, the split, the score noise or the
+    # trials' noise from NumPy's global RandomState: np.random.seed(0) would
+    # make the whole search, DP noise included, predictable.
+    X, y = data
+    fits = []
+    for _ in range(2):
+        np.random.seed(0)
+        fits.append(PrivateRandomizedSearchCV(
+            DPSGDClassifier(epochs=1, accountant="rdp"), {"learning_rate": [0.5, 1.0]},
+            epsilon=2.0, delta=1e-5, n_iter=2, trials_distribution="poisson").fit(X, y))
+    a, b = fits
+    assert a.best_score_ != b.best_score_
+    assert not np.array_equal(a.best_estimator_.coef_, b.best_estimator_.coef_)
+
+
+@pytest.mark.parametrize("random_state", [None, 0])
+def test_trials_get_full_width_seeds_that_are_not_released(data, random_state):
+    # Each trial runs from a full-width SeedSequence child (not a 31-bit int),
+    # and the released best_estimator_ does not carry the seed of its fit: with
+    # noise="default" that seed reproduces the trial's DP noise exactly.
+    from sklearn_fdp._random import spawn_generators
+
+    X, y = data
+    _RecordingDPSGD.seen = []
+    s = PrivateRandomizedSearchCV(_RecordingDPSGD(epochs=1, accountant="rdp"),
+                                  {"learning_rate": [0.5, 1.0]}, epsilon=2.0, delta=1e-5,
+                                  n_iter=3, random_state=random_state).fit(X, y)
+    seen = _RecordingDPSGD.seen
+    assert seen and not any(isinstance(r, (int, np.integer)) for r in seen)
+    assert all(isinstance(r, np.random.RandomState) for r in seen)
+    # spawn_generators takes the trial's SeedSequence itself (>= 128 bits of
+    # entropy when the search drew it from the OS), and again on every call.
+    first = [g.integers(2**63) for g in spawn_generators(seen[0], 2)]
+    again = [g.integers(2**63) for g in spawn_generators(seen[0], 2)]
+    assert first == again
+    assert s.best_estimator_.random_state is None
+    assert all(v is None for k, v in s.best_estimator_.get_params(deep=True).items()
+               if k.endswith("random_state"))
