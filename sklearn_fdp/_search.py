@@ -3,7 +3,7 @@
 import math
 import warnings
 from types import SimpleNamespace
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 from scipy import stats
@@ -15,7 +15,7 @@ from sklearn.utils.validation import _num_samples, check_consistent_length, chec
 
 from . import accounting
 from ._progress import progress_hook
-from ._random import NOISE_OPTIONS
+from ._random import NOISE_OPTIONS, SeedSequenceState
 from ._report import _walk, protected_unit
 from ._secure import SecureGenerator
 from ._validation import Interval, StrOptions, _fit_context
@@ -104,9 +104,13 @@ default="truncated_negative_binomial"
     random_state : int, RandomState instance or None, default=None
         With ``noise="default"``: seeds ``K``, the configurations, the split,
         the score noise and the trials (keep it secret, as for the
-        estimators; ignored with ``noise="secure"``). The final estimator's own ``random_state`` is replaced by a
-        fresh seed per trial: the analysis needs independent runs, and one
-        fixed seed would give every trial the same noise.
+        estimators; ignored with ``noise="secure"``). None: fresh OS entropy
+        (:class:`numpy.random.SeedSequence`), not NumPy's global state.
+        Every ``random_state`` of the estimator (and of its Pipeline steps)
+        is replaced, per trial, by a full-width SeedSequence child: the
+        analysis needs independent runs, and one fixed seed would give every
+        trial the same noise. ``best_estimator_`` is released with these
+        set to None: its seed would regenerate its noise.
     noise : {"default", "secure"}, default="default"
         ``"secure"``: the number of trials ``K`` and the score noise come
         from the OS CSPRNG (:class:`~sklearn_fdp._secure.SecureGenerator`,
@@ -393,11 +397,12 @@ default="truncated_negative_binomial"
         shape = math.inf if self.trials_distribution == "poisson" else float(self.shape)
 
         secure = self.noise == "secure"
-        public_seed, split_seed, noise_seed, trial_seed = self._seeds(secure)
-        perm = np.random.RandomState(split_seed).permutation(n_samples)
+        public_seed, split_seed, noise_seed, trial_seed = self._root_seed(secure).spawn(4)
+        perm = np.random.default_rng(split_seed).permutation(n_samples)
         train_idx, val_idx = np.sort(perm[:n_train]), np.sort(perm[n_train:])
-        configs = self._sample_trials(np.random.RandomState(public_seed), secure)
-        trial_seeds = np.random.RandomState(trial_seed).randint(0, 2**31 - 1, len(configs))
+        configs = self._sample_trials(
+            np.random.RandomState(np.random.MT19937(public_seed)), secure)
+        trial_seeds = trial_seed.spawn(len(configs))
         score_event = accounting.gaussian_event(float(self.score_noise_multiplier))
 
         prefix = _final_prefix(self.estimator)
@@ -423,8 +428,12 @@ default="truncated_negative_binomial"
         # output): the trials run silent -- their own verbose output and the
         # progress hook are off, their warnings are held back and only the
         # best trial's are re-emitted -- and errors name no trial index.
-        quiet = {k: 0 for k, v in self.estimator.get_params(deep=True).items()
-                 if k.rsplit("__", 1)[-1] == "verbose" and v}
+        params = self.estimator.get_params(deep=True)
+        quiet = {k: 0 for k, v in params.items() if k.rsplit("__", 1)[-1] == "verbose" and v}
+        # Trials must be independent runs (Papernot-Steinke): every step's
+        # random_state gets a fresh full-width seed, which the released model
+        # must not carry (with noise="default" it regenerates the DP noise).
+        seeded = [k for k in params if k.rsplit("__", 1)[-1] == "random_state"]
         if self.verbose:
             law = ("Poisson" if self.trials_distribution == "poisson"
                    else f"truncated negative binomial (shape {self.shape!r})")
@@ -438,15 +447,15 @@ default="truncated_negative_binomial"
             if sigma is not None:
                 extra[prefix + "noise_multiplier"] = sigma
                 extra[prefix + "epsilon"] = None
-            if "random_state" in _final(est).get_params():
-                # Trials must be independent runs (Papernot-Steinke): fresh seeds.
-                extra[prefix + "random_state"] = int(trial_seeds[i])
+            extra.update({k: SeedSequenceState(ss)
+                          for k, ss in zip(seeded, trial_seeds[i].spawn(len(seeded)))})
             if secure and "noise" in _final(est).get_params():
                 extra[prefix + "noise"] = "secure"
             est.set_params(**extra)
             with warnings.catch_warnings(record=True) as caught, progress_hook(None):
                 warnings.simplefilter("always")
                 est.fit(X_train, y_train)
+            est.set_params(**{k: None for k in seeded})
             # The trial's own δ check is about its own claim, not the search's.
             caught = [w for w in caught if not (issubclass(w.category, PrivacyLeakWarning)
                                                 and str(w.message).startswith("delta="))]
@@ -504,19 +513,22 @@ default="truncated_negative_binomial"
                   f"(delta_ = {self.delta_:g})", flush=True)
         return self
 
-    def _seeds(self, secure):
-        """Seeds of the configurations (and K), the split, the score noise and the trials.
+    def _root_seed(self, secure):
+        """The SeedSequence of the configurations (and K), split, score noise and trials.
 
-        With ``noise="secure"`` none comes from ``random_state``, which the
-        attacker may know: a known sequence of configurations or of trial
-        seeds would turn ``best_params_`` (or the best model's public
-        streams) into the index of the winning trial, a lower bound on K,
-        and a known split of ``n`` rows is not a random split.
+        ``random_state=None``: fresh OS entropy (never NumPy's global
+        RandomState). With ``noise="secure"`` nothing comes from
+        ``random_state``, which the attacker may know: a known sequence of
+        configurations or of trial seeds would turn ``best_params_`` (or the
+        best model's public streams) into the index of the winning trial, a
+        lower bound on K, and a known split of ``n`` rows is not a random split.
         """
-        if secure:
-            return [int(s) for s in np.random.SeedSequence().generate_state(4) % (2**31 - 1)]
+        if secure or self.random_state is None:
+            return np.random.SeedSequence()
+        if isinstance(self.random_state, Integral):
+            return np.random.SeedSequence(int(self.random_state))
         rng = check_random_state(self.random_state)
-        return rng.randint(0, 2**31 - 1, size=4)
+        return np.random.SeedSequence(rng.randint(0, 2**32, size=4, dtype=np.uint64).tolist())
 
     def _fitted_event(self, est, name):
         items = []

@@ -190,11 +190,16 @@ def test_calibration_refuses_unplanned_private_steps(data):
 
 
 def test_trials_use_independent_seeds(data):
+    # The estimator's random_state=7 is replaced by a different seed per trial
+    # (and the released model carries none; see the item 7 test below).
     X, y = data
-    s = PrivateRandomizedSearchCV(DPSGDClassifier(epochs=1, accountant="rdp", random_state=7),
+    _RecordingDPSGD.seen = []
+    s = PrivateRandomizedSearchCV(_RecordingDPSGD(epochs=1, accountant="rdp", random_state=7),
                                   {"momentum": [0.0]}, epsilon=2.0, delta=1e-5, n_iter=3,
                                   trials_distribution="poisson", random_state=3).fit(X, y)
     assert s.best_estimator_.random_state != 7
+    keys = [r.seed_sequence.spawn_key for r in _RecordingDPSGD.seen]
+    assert len(keys) >= 2 and len(set(keys)) == len(keys)
 
 
 def test_secure_search_draws_k_and_score_noise_from_the_csprng(monkeypatch, data):
