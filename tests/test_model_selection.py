@@ -404,3 +404,35 @@ def test_trials_get_full_width_seeds_that_are_not_released(data, random_state):
     assert s.best_estimator_.random_state is None
     assert all(v is None for k, v in s.best_estimator_.get_params(deep=True).items()
                if k.endswith("random_state"))
+
+
+# -- issue 16 item 9: every trial must protect the same thing -------------------
+
+_FDP = FeatureDPLogisticRegression(private_features=[0, 1], epochs=1, accountant="rdp")
+
+
+@pytest.mark.parametrize("estimator, key, values", [
+    (_FDP, "private_features", [[0], [0, 1]]),
+    (_FDP, "public_features", [[2, 3, 4, 5], [3, 4, 5]]),
+    (_FDP, "label_public", [True, False]),
+    (_FDP, "public_loss", ["mask", "gaussian_pad"]),
+    (_FDP, "method", ["alg1", "dpsgd"]),
+    (make_pipeline(Normalizer(), _FDP), "featuredplogisticregression__label_public",
+     [True, False]),
+    (DPSGDClassifier(epochs=1, accountant="rdp"), "noise", ["default", "secure"]),
+    (DPSGDClassifier(epochs=1, accountant="rdp"), "random_state", [0, 1]),
+    (make_pipeline(Normalizer(), DPSGDClassifier(epochs=1, accountant="rdp")),
+     "dpsgdclassifier", [DPSGDClassifier(epochs=1), _FDP]),
+])
+def test_search_refuses_parameters_that_change_what_is_protected(data, estimator, key,
+                                                                  values):
+    # Trials that protect different things (other protected columns, a public
+    # or private label, another public view, another mechanism or unit) are
+    # not runs of one mechanism: the repeat-and-select bound does not apply,
+    # and the released unit would depend on which trial won. Refused up front,
+    # naming the parameter, before anything is fitted.
+    X, y = data
+    search = PrivateRandomizedSearchCV(estimator, {key: values}, epsilon=2.0, delta=1e-5,
+                                       n_iter=2, random_state=0)
+    with pytest.raises(ValueError, match=rf"varies '{key}'"):
+        search.fit(X, y)
