@@ -70,8 +70,12 @@ class PrivateRandomizedSearchCV(MetaEstimatorMixin, BaseEstimator):
         parameters that leave a trial's DpEvent unchanged may vary
         (learning rate, clip norm, momentum, regularisation, schedule,
         averaging...); ``epsilon``, ``delta``, ``noise_multiplier``,
-        ``batch_size``, ``epochs``, ``accountant`` and ``neighboring`` may not
-        (``fit`` raises otherwise).
+        ``batch_size``, ``epochs``, ``accountant`` and ``neighboring`` may not,
+        nor what a trial protects (``private_features``, ``public_features``,
+        ``label_public``, ``public_loss``, ``method``, ``row_scaling``), nor
+        ``noise`` and ``random_state`` (set by the search), nor whole steps
+        (``fit`` raises, naming the parameter; it also checks that every
+        fitted trial has the same DpEvent and protected unit).
     epsilon : float or None, default=None
         Total budget of the search, in (0, inf). The per-trial noise
         multiplier is calibrated so that the search spends at most this
@@ -223,6 +227,15 @@ default="truncated_negative_binomial"
     _BUDGET_PARAMS = ("epsilon", "delta", "noise_multiplier", "batch_size", "epochs",
                       "accountant", "neighboring", "epsilon_mean", "epsilon_quantile",
                       "variant", "steps", "max_iter")
+    # Parameters that change what a trial protects (its unit, protected
+    # columns, label, public view or mechanism): every trial must protect the
+    # same thing, or the guarantee would depend on the trial that won.
+    _PROTECTION_PARAMS = ("private_features", "public_features", "label_public",
+                          "public_loss", "method", "row_scaling")
+    # Set by the search itself.
+    _SEARCH_PARAMS = ("noise", "random_state")
+    # Pipeline/ColumnTransformer structure: which columns reach which step.
+    _STRUCTURE_PARAMS = ("steps", "transformers", "transformer_list", "remainder")
 
     def __init__(
         self,
@@ -262,7 +275,8 @@ default="truncated_negative_binomial"
         if not dists:
             raise ValueError(f"`param_distributions` of {name} is empty; give at least "
                              "one dict of parameter -> list or distribution.")
-        valid = set(self.estimator.get_params(deep=True))
+        params = self.estimator.get_params(deep=True)
+        valid = set(params)
         for d in dists:
             if not isinstance(d, dict):
                 raise TypeError(f"`param_distributions` of {name} must be a dict or a list "
@@ -273,7 +287,26 @@ default="truncated_negative_binomial"
                         f"`param_distributions` of {name} names {key!r}, which is not a "
                         f"parameter of {type(self.estimator).__name__}. Valid: "
                         f"{sorted(valid)}.")
-                if key.rsplit("__", 1)[-1] in self._BUDGET_PARAMS:
+                leaf = key.rsplit("__", 1)[-1]
+                if leaf in self._PROTECTION_PARAMS:
+                    raise ValueError(
+                        f"`param_distributions` of {name} varies {key!r}, which changes "
+                        "what each trial protects (its protected features, label, public "
+                        "view or unit); every trial must protect the same thing, or the "
+                        "search's guarantee would depend on the trial that won. Fix "
+                        f"{leaf!r} on the estimator.")
+                if leaf in self._SEARCH_PARAMS:
+                    raise ValueError(
+                        f"`param_distributions` of {name} varies {key!r}, which the "
+                        "search sets itself (noise: the search's `noise`; random_state: a "
+                        "fresh seed per trial). Remove it from param_distributions.")
+                if leaf in self._STRUCTURE_PARAMS or isinstance(params[key], BaseEstimator):
+                    raise ValueError(
+                        f"`param_distributions` of {name} varies {key!r}, a whole step or "
+                        "the structure of the estimator, which can change what each trial "
+                        "protects and costs. Search the step's own parameters instead "
+                        f"(e.g. '{key}__learning_rate').")
+                if leaf in self._BUDGET_PARAMS:
                     raise ValueError(
                         f"`param_distributions` of {name} varies {key!r}, which changes "
                         "each trial's privacy cost; the repeat-and-select analysis needs "
@@ -440,7 +473,7 @@ default="truncated_negative_binomial"
             print(f"[{name}] searching: number of trials ~ {law}, mean {mean:g} "
                   "(secret: neither K nor the trials are reported)", flush=True)
         best = None
-        trial_event0 = None
+        trial_event0 = unit0 = None
         for i, cfg in enumerate(configs):
             est = clone(self.estimator).set_params(**cfg)
             extra = dict(quiet)
@@ -473,6 +506,13 @@ default="truncated_negative_binomial"
                     f"{event!r}): their privacy cost differs; only parameters that leave "
                     "the cost unchanged may vary.")
             trial_event0 = event
+            unit = protected_unit(_final(est))
+            if unit0 is not None and unit != unit0:
+                raise ValueError(
+                    f"{name}: two trials protect different things ({unit0[1]!r} and "
+                    f"{unit[1]!r}); only parameters that leave what is protected unchanged "
+                    "may vary.")
+            unit0 = unit
             correct = float(np.sum(np.asarray(est.predict(X_val)) == y_val))
             score = (correct + noise_rng.normal(0.0, float(self.score_noise_multiplier))) \
                 / len(val_idx)

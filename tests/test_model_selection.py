@@ -436,3 +436,20 @@ def test_search_refuses_parameters_that_change_what_is_protected(data, estimator
                                        n_iter=2, random_state=0)
     with pytest.raises(ValueError, match=rf"varies '{key}'"):
         search.fit(X, y)
+
+
+class _ShiftingFDP(FeatureDPLogisticRegression):
+    """Protects column 0 or 1 depending on learning_rate (no static check can see it)."""
+
+    def fit(self, X, y):
+        self.private_features = [0] if self.learning_rate == 0.5 else [1]
+        return super().fit(X, y)
+
+
+def test_search_checks_what_each_fitted_trial_protects(data):
+    X, y = data
+    with pytest.raises(ValueError, match="two trials protect different things"):
+        PrivateRandomizedSearchCV(
+            _ShiftingFDP(private_features=[0], epochs=1, accountant="rdp"),
+            {"learning_rate": [0.5, 1.0]}, epsilon=2.0, delta=1e-5, n_iter=8,
+            trials_distribution="poisson", random_state=0).fit(X, y)
