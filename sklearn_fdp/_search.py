@@ -513,9 +513,8 @@ default="truncated_negative_binomial"
                     f"{unit[1]!r}); only parameters that leave what is protected unchanged "
                     "may vary.")
             unit0 = unit
-            correct = float(np.sum(np.asarray(est.predict(X_val)) == y_val))
-            score = (correct + noise_rng.normal(0.0, float(self.score_noise_multiplier))) \
-                / len(val_idx)
+            score = _noisy_score(_correct_count(est, X_val, y_val),
+                                 float(self.score_noise_multiplier), noise_rng, n_val)
             if best is None or score > best[0]:
                 best = (score, cfg, est, caught)
             del est
@@ -655,6 +654,27 @@ default="truncated_negative_binomial"
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, "best_estimator_")
+
+
+def _correct_count(estimator, X_val, y_val):
+    """The pre-noise score of a trial: its number of correct validation predictions.
+
+    Sensitivity 1 -- removing, adding or replacing (label or features) one
+    validation record changes it by at most 1 -- as long as ``predict`` is
+    row-wise (tested in ``tests/sensitivity/test_search_score.py``).
+    """
+    return float(np.sum(np.asarray(estimator.predict(X_val)) == np.asarray(y_val)))
+
+
+def _noisy_score(correct, sigma, rng, n_val):
+    """The released score ``(correct + N(0, sigma²)) / n_val``.
+
+    ``sigma`` is the score's Gaussian noise multiplier (the accountant's
+    ``GaussianDpEvent(sigma)``, sensitivity 1); ``n_val`` the validation size,
+    a function of the public ``n`` and ``validation_fraction`` only (never a
+    realised count).
+    """
+    return (correct + rng.normal(0.0, sigma)) / n_val
 
 
 def _secure_uniform_open():
