@@ -22,13 +22,35 @@ from ._secure import SecureGenerator
 NOISE_OPTIONS = ("default", "secure")
 
 
+class SeedSequenceState(np.random.RandomState):
+    """A ``RandomState`` carrying a full-width :class:`numpy.random.SeedSequence`.
+
+    It passes scikit-learn's ``random_state`` validation, and
+    :func:`spawn_generators` spawns a fit's streams from the sequence itself
+    rather than from a 31-bit integer drawn from the ``RandomState``.
+    ``PrivateRandomizedSearchCV`` seeds its trials with it.
+
+    Parameters
+    ----------
+    seed_sequence : numpy.random.SeedSequence
+    """
+
+    def __init__(self, seed_sequence):
+        super().__init__(np.random.MT19937(seed_sequence))
+        self.seed_sequence = seed_sequence
+
+    def __reduce__(self):  # copies (clone, deepcopy, pickle) keep the sequence
+        return (type(self), (self.seed_sequence,))
+
+
 def spawn_generators(random_state, n, *, noise="default", private_streams=None):
     """Return ``n`` independent generators, one per random stream of a fit.
 
     Parameters
     ----------
     random_state : None, int or numpy.random.RandomState
-        As accepted by scikit-learn. ``None`` draws fresh OS entropy.
+        As accepted by scikit-learn. ``None`` draws fresh OS entropy; a
+        :class:`SeedSequenceState` gives its own SeedSequence.
     n : int
         Number of streams.
     noise : {"default", "secure"}, default="default"
@@ -49,6 +71,11 @@ def spawn_generators(random_state, n, *, noise="default", private_streams=None):
         raise ValueError(f"`noise` must be one of {NOISE_OPTIONS}, got {noise!r}.")
     if random_state is None:
         seed = np.random.SeedSequence()
+    elif isinstance(random_state, SeedSequenceState):
+        # Its whole SeedSequence (not 31 bits of it), the same on every call.
+        ss = random_state.seed_sequence
+        seed = np.random.SeedSequence(ss.entropy, spawn_key=ss.spawn_key,
+                                      pool_size=ss.pool_size)
     else:
         rs = check_random_state(random_state)
         seed = np.random.SeedSequence(int(rs.randint(np.iinfo(np.int32).max)))

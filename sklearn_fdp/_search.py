@@ -3,7 +3,7 @@
 import math
 import warnings
 from types import SimpleNamespace
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 from scipy import stats
@@ -14,7 +14,8 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_consistent_length, check_is_fitted
 
 from . import accounting
-from ._random import NOISE_OPTIONS
+from ._progress import progress_hook
+from ._random import NOISE_OPTIONS, SeedSequenceState
 from ._report import _walk, protected_unit
 from ._secure import SecureGenerator
 from ._validation import Interval, StrOptions, _fit_context
@@ -48,13 +49,15 @@ class PrivateRandomizedSearchCV(MetaEstimatorMixin, BaseEstimator):
     """Differentially private random hyper-parameter search (Papernot & Steinke 2022).
 
     Draws a random number of trials ``K`` (truncated negative binomial or
-    Poisson, mean ``n_iter``) from a public random stream; each trial samples
-    a configuration from ``param_distributions``, fits a private copy of
+    Poisson, mean ``n_iter``), kept secret; each trial samples a
+    configuration from ``param_distributions``, fits a private copy of
     ``estimator`` on a training split and scores it on a validation split
     with a *noisy* accuracy; only the trial with the best noisy score is
-    released. The whole search is ``epsilon_``-DP at ``delta_`` for the
-    estimator's protected unit, accounted by dp-accounting's RDP accountant
-    for ``RepeatAndSelectDpEvent``.
+    released -- not ``K``, not the other trials, not the winner's index.
+    The whole search is ``epsilon_``-DP at ``delta_`` for the estimator's
+    protected unit, accounted by dp-accounting's RDP accountant for
+    ``RepeatAndSelectDpEvent``. Its wall-clock run time grows with ``K``
+    and is not covered.
 
     Parameters
     ----------
@@ -67,8 +70,12 @@ class PrivateRandomizedSearchCV(MetaEstimatorMixin, BaseEstimator):
         parameters that leave a trial's DpEvent unchanged may vary
         (learning rate, clip norm, momentum, regularisation, schedule,
         averaging...); ``epsilon``, ``delta``, ``noise_multiplier``,
-        ``batch_size``, ``epochs``, ``accountant`` and ``neighboring`` may not
-        (``fit`` raises otherwise).
+        ``batch_size``, ``epochs``, ``accountant`` and ``neighboring`` may not,
+        nor what a trial protects (``private_features``, ``public_features``,
+        ``label_public``, ``public_loss``, ``method``, ``row_scaling``), nor
+        ``noise`` and ``random_state`` (set by the search), nor whole steps
+        (``fit`` raises, naming the parameter; it also checks that every
+        fitted trial has the same DpEvent and protected unit).
     epsilon : float or None, default=None
         Total budget of the search, in (0, inf). The per-trial noise
         multiplier is calibrated so that the search spends at most this
@@ -99,20 +106,30 @@ default="truncated_negative_binomial"
         number of correct validation predictions (sensitivity 1) with
         Gaussian noise. The score's Gaussian event is part of every trial.
     random_state : int, RandomState instance or None, default=None
-        Seeds ``K``, the configurations, the split, the score noise and the
-        trials. The final estimator's own ``random_state`` is replaced by a
-        fresh seed per trial: the analysis needs independent runs, and one
-        fixed seed would give every trial the same noise.
+        With ``noise="default"``: seeds ``K``, the configurations, the split,
+        the score noise and the trials (keep it secret, as for the
+        estimators; ignored with ``noise="secure"``). None: fresh OS entropy
+        (:class:`numpy.random.SeedSequence`), not NumPy's global state.
+        Every ``random_state`` of the estimator (and of its Pipeline steps)
+        is replaced, per trial, by a full-width SeedSequence child: the
+        analysis needs independent runs, and one fixed seed would give every
+        trial the same noise. ``best_estimator_`` is released with these
+        set to None: its seed would regenerate its noise.
     noise : {"default", "secure"}, default="default"
-        ``"secure"``: the search's privacy-relevant draws -- the number of
-        trials ``K`` and the score noise -- come from the OS CSPRNG
-        (:class:`~sklearn_fdp._secure.SecureGenerator`, as the estimators'
-        ``noise="secure"``), and every trial's estimator that has a
-        ``noise`` parameter runs with ``noise="secure"`` too. ``random_state``
-        then seeds only the public draws (configurations, split) and the
-        search is not reproducible. Same accounting as ``"default"``.
+        ``"secure"``: the number of trials ``K`` and the score noise come
+        from the OS CSPRNG (:class:`~sklearn_fdp._secure.SecureGenerator`,
+        as the estimators' ``noise="secure"``), every trial's estimator that
+        has a ``noise`` parameter runs with ``noise="secure"`` too, and the
+        configurations, the split and the trials' seeds come from fresh OS
+        entropy: ``random_state`` is not used at all (an attacker who knew
+        the sequence of configurations could read the winning trial's index,
+        a lower bound on ``K``, off ``best_params_``). Not reproducible. Same
+        accounting as ``"default"``.
     verbose : int, default=0
-        Print each trial's configuration (public) as it starts.
+        Print one line when the search starts and one when it ends (neither
+        reveals ``K``). The trials run with their steps' ``verbose`` set to
+        0 and without the progress hook (either would count the trials);
+        ``best_estimator_`` gets the original values back.
 
     Attributes
     ----------
@@ -122,14 +139,6 @@ default="truncated_negative_binomial"
         Its sampled configuration.
     best_score_ : float
         Its noisy validation accuracy.
-    best_index_ : int
-        Its trial number.
-    n_trials_ : int
-        ``K``, the number of trials run.
-    cv_results_ : dict
-        ``params`` (every sampled configuration, public), ``param_<name>``
-        columns, ``is_best`` and ``mean_test_score`` (a masked array holding
-        only the best trial's noisy score: the others are never released).
     noise_multiplier_ : float or None
         σ of every trial's fit when ``epsilon`` was given.
     trial_dp_event_ : dp_accounting.DpEvent
@@ -164,9 +173,18 @@ default="truncated_negative_binomial"
     distribution, so a trial is a data-independent mixture over
     configurations; its RDP is at most that of a single configuration only
     because every configuration has the same DpEvent (checked). Released:
-    ``best_estimator_``, ``best_params_``, ``best_score_`` (and the public
-    draws: ``K``, all configurations). NOT released: the other trials'
-    scores and models, and timings. ``refit`` is not offered: refitting
+    ``best_estimator_``, ``best_params_``, ``best_score_`` and functions of
+    them and of public inputs (``epsilon_``, ``dp_event_``, ...). NOT
+    released -- the theorem needs them secret: ``K``, the winner's index,
+    the other trials' configurations, scores and models (there is no
+    ``n_trials_``, ``best_index_`` or ``cv_results_``; ``verbose`` prints no
+    per-trial line; only the released trial's warnings are re-emitted; a
+    listed parameter value is validated before ``K`` is drawn). NOT covered:
+    the run time, which grows with ``K``: an attacker who can time ``fit``
+    learns about ``K``, and then the bound does not hold (conditioned on
+    ``K``, best-of-``K`` is close to ``K``-fold composition). Keep the
+    timing private.
+    ``refit`` is not offered: refitting
     the best configuration on all rows would be one more private fit.
     ``n`` and the split sizes are public. Grid search (every configuration,
     a fixed count) is not covered by this theorem and is not offered.
@@ -209,6 +227,15 @@ default="truncated_negative_binomial"
     _BUDGET_PARAMS = ("epsilon", "delta", "noise_multiplier", "batch_size", "epochs",
                       "accountant", "neighboring", "epsilon_mean", "epsilon_quantile",
                       "variant", "steps", "max_iter")
+    # Parameters that change what a trial protects (its unit, protected
+    # columns, label, public view or mechanism): every trial must protect the
+    # same thing, or the guarantee would depend on the trial that won.
+    _PROTECTION_PARAMS = ("private_features", "public_features", "label_public",
+                          "public_loss", "method", "row_scaling")
+    # Set by the search itself.
+    _SEARCH_PARAMS = ("noise", "random_state")
+    # Pipeline/ColumnTransformer structure: which columns reach which step.
+    _STRUCTURE_PARAMS = ("steps", "transformers", "transformer_list", "remainder")
 
     def __init__(
         self,
@@ -248,7 +275,8 @@ default="truncated_negative_binomial"
         if not dists:
             raise ValueError(f"`param_distributions` of {name} is empty; give at least "
                              "one dict of parameter -> list or distribution.")
-        valid = set(self.estimator.get_params(deep=True))
+        params = self.estimator.get_params(deep=True)
+        valid = set(params)
         for d in dists:
             if not isinstance(d, dict):
                 raise TypeError(f"`param_distributions` of {name} must be a dict or a list "
@@ -259,7 +287,26 @@ default="truncated_negative_binomial"
                         f"`param_distributions` of {name} names {key!r}, which is not a "
                         f"parameter of {type(self.estimator).__name__}. Valid: "
                         f"{sorted(valid)}.")
-                if key.rsplit("__", 1)[-1] in self._BUDGET_PARAMS:
+                leaf = key.rsplit("__", 1)[-1]
+                if leaf in self._PROTECTION_PARAMS:
+                    raise ValueError(
+                        f"`param_distributions` of {name} varies {key!r}, which changes "
+                        "what each trial protects (its protected features, label, public "
+                        "view or unit); every trial must protect the same thing, or the "
+                        "search's guarantee would depend on the trial that won. Fix "
+                        f"{leaf!r} on the estimator.")
+                if leaf in self._SEARCH_PARAMS:
+                    raise ValueError(
+                        f"`param_distributions` of {name} varies {key!r}, which the "
+                        "search sets itself (noise: the search's `noise`; random_state: a "
+                        "fresh seed per trial). Remove it from param_distributions.")
+                if leaf in self._STRUCTURE_PARAMS or isinstance(params[key], BaseEstimator):
+                    raise ValueError(
+                        f"`param_distributions` of {name} varies {key!r}, a whole step or "
+                        "the structure of the estimator, which can change what each trial "
+                        "protects and costs. Search the step's own parameters instead "
+                        f"(e.g. '{key}__learning_rate').")
+                if leaf in self._BUDGET_PARAMS:
                     raise ValueError(
                         f"`param_distributions` of {name} varies {key!r}, which changes "
                         "each trial's privacy cost; the repeat-and-select analysis needs "
@@ -271,7 +318,26 @@ default="truncated_negative_binomial"
                     raise TypeError(
                         f"`param_distributions[{key!r}]` of {name} must be a non-empty "
                         f"list or a distribution with an `rvs` method, got {values!r}.")
+                if not hasattr(values, "rvs"):
+                    for value in values:
+                        self._check_value(key, value)
         return dists
+
+    def _check_value(self, key, value):
+        """Validate one listed value now, before K is drawn.
+
+        A trial that raised on an invalid value would reveal that this
+        configuration was drawn (and that K reached it).
+        """
+        est = clone(self.estimator).set_params(**{key: value})
+        owner = est.get_params(deep=True)[key.rsplit("__", 1)[0]] if "__" in key else est
+        if hasattr(owner, "_validate_params"):
+            try:
+                owner._validate_params()
+            except ValueError as exc:
+                raise ValueError(
+                    f"`param_distributions[{key!r}]` of {type(self).__name__} lists the "
+                    f"invalid value {value!r}: {exc}") from exc
 
     def _sample_trials(self, rng, secure=False):
         """K and K configurations; K from the OS CSPRNG when ``secure``."""
@@ -363,13 +429,13 @@ default="truncated_negative_binomial"
         mean = float(self.n_iter)
         shape = math.inf if self.trials_distribution == "poisson" else float(self.shape)
 
-        rng = check_random_state(self.random_state)
-        public_seed, split_seed, noise_seed, trial_seed = rng.randint(0, 2**31 - 1, size=4)
-        perm = np.random.RandomState(split_seed).permutation(n_samples)
-        train_idx, val_idx = np.sort(perm[:n_train]), np.sort(perm[n_train:])
         secure = self.noise == "secure"
-        configs = self._sample_trials(np.random.RandomState(public_seed), secure)
-        trial_seeds = np.random.RandomState(trial_seed).randint(0, 2**31 - 1, len(configs))
+        public_seed, split_seed, noise_seed, trial_seed = self._root_seed(secure).spawn(4)
+        perm = np.random.default_rng(split_seed).permutation(n_samples)
+        train_idx, val_idx = np.sort(perm[:n_train]), np.sort(perm[n_train:])
+        configs = self._sample_trials(
+            np.random.RandomState(np.random.MT19937(public_seed)), secure)
+        trial_seeds = trial_seed.spawn(len(configs))
         score_event = accounting.gaussian_event(float(self.score_noise_multiplier))
 
         prefix = _final_prefix(self.estimator)
@@ -391,57 +457,82 @@ default="truncated_negative_binomial"
         X_train, y_train = _safe_indexing(X, train_idx), _safe_indexing(y, train_idx)
         X_val, y_val = _safe_indexing(X, val_idx), np.asarray(_safe_indexing(y, val_idx))
         noise_rng = SecureGenerator() if secure else np.random.default_rng(noise_seed)
+        # Nothing may reveal K (Papernot-Steinke: the best trial is the only
+        # output): the trials run silent -- their own verbose output and the
+        # progress hook are off, their warnings are held back and only the
+        # best trial's are re-emitted -- and errors name no trial index.
+        params = self.estimator.get_params(deep=True)
+        quiet = {k: 0 for k, v in params.items() if k.rsplit("__", 1)[-1] == "verbose" and v}
+        # Trials must be independent runs (Papernot-Steinke): every step's
+        # random_state gets a fresh full-width seed, which the released model
+        # must not carry (with noise="default" it regenerates the DP noise).
+        seeded = [k for k in params if k.rsplit("__", 1)[-1] == "random_state"]
+        if self.verbose:
+            law = ("Poisson" if self.trials_distribution == "poisson"
+                   else f"truncated negative binomial (shape {self.shape!r})")
+            print(f"[{name}] searching: number of trials ~ {law}, mean {mean:g} "
+                  "(secret: neither K nor the trials are reported)", flush=True)
         best = None
-        trial_events = []
+        trial_event0 = unit0 = None
         for i, cfg in enumerate(configs):
-            if self.verbose:
-                print(f"[{name}] trial {i + 1}/{len(configs)}: {cfg}", flush=True)
             est = clone(self.estimator).set_params(**cfg)
-            extra = {}
+            extra = dict(quiet)
             if sigma is not None:
                 extra[prefix + "noise_multiplier"] = sigma
                 extra[prefix + "epsilon"] = None
-            if "random_state" in _final(est).get_params():
-                # Trials must be independent runs (Papernot-Steinke): fresh seeds.
-                extra[prefix + "random_state"] = int(trial_seeds[i])
+            extra.update({k: SeedSequenceState(ss)
+                          for k, ss in zip(seeded, trial_seeds[i].spawn(len(seeded)))})
             if secure and "noise" in _final(est).get_params():
                 extra[prefix + "noise"] = "secure"
             est.set_params(**extra)
-            with warnings.catch_warnings():
-                # The trial's own δ check is about its own claim, not the search's.
-                warnings.filterwarnings("ignore", category=PrivacyLeakWarning,
-                                        message="delta=")
+            with warnings.catch_warnings(record=True) as caught, progress_hook(None):
+                warnings.simplefilter("always")
                 est.fit(X_train, y_train)
+            est.set_params(**{k: None for k in seeded})
+            # The trial's own δ check is about its own claim, not the search's.
+            caught = [w for w in caught if not (issubclass(w.category, PrivacyLeakWarning)
+                                                and str(w.message).startswith("delta="))]
             fit_event = self._fitted_event(est, name)
             event = accounting.compose_events(fit_event, score_event)
             if planned is not None and repr(event) != repr(planned):
                 raise ValueError(
-                    f"{name}: trial {i} spent {event!r}, not the planned {planned!r} "
+                    f"{name}: a trial spent {event!r}, not the planned {planned!r} "
                     "(e.g. the Pipeline holds other private steps, whose cost the "
                     "calibration does not know). Set epsilon=None and fix each step's "
                     "own budget: the search then reports what it spent.")
-            if trial_events and repr(event) != repr(trial_events[0]):
+            if trial_event0 is not None and repr(event) != repr(trial_event0):
                 raise ValueError(
-                    f"{name}: trial {i} with {cfg!r} has a different DpEvent from trial 0 "
-                    "(its privacy cost differs); only parameters that leave the cost "
-                    "unchanged may vary.")
-            trial_events.append(event)
-            correct = float(np.sum(np.asarray(est.predict(X_val)) == y_val))
-            score = (correct + noise_rng.normal(0.0, float(self.score_noise_multiplier))) \
-                / len(val_idx)
+                    f"{name}: two trials have different DpEvents ({trial_event0!r} and "
+                    f"{event!r}): their privacy cost differs; only parameters that leave "
+                    "the cost unchanged may vary.")
+            trial_event0 = event
+            unit = protected_unit(_final(est))
+            if unit0 is not None and unit != unit0:
+                raise ValueError(
+                    f"{name}: two trials protect different things ({unit0[1]!r} and "
+                    f"{unit[1]!r}); only parameters that leave what is protected unchanged "
+                    "may vary.")
+            unit0 = unit
+            score = _noisy_score(_correct_count(est, X_val, y_val),
+                                 float(self.score_noise_multiplier), noise_rng, n_val)
             if best is None or score > best[0]:
-                best = (score, i, est)
+                best = (score, cfg, est, caught)
             del est
 
-        score, index, est = best
+        score, cfg, est, caught = best
+        if quiet:
+            est.set_params(**{k: v for k, v in self.estimator.get_params(deep=True).items()
+                              if k in quiet})
+        seen = set()
+        for w in caught:  # the released trial's warnings, once each
+            if (w.category, str(w.message)) not in seen:
+                seen.add((w.category, str(w.message)))
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         self.best_estimator_ = est
-        self.best_params_ = dict(configs[index])
+        self.best_params_ = dict(cfg)
         self.best_score_ = float(score)
-        self.best_index_ = int(index)
-        self.n_trials_ = len(configs)
-        self.cv_results_ = _results(configs, index, score)
         self.noise_multiplier_ = sigma
-        self.trial_dp_event_ = trial_events[0]
+        self.trial_dp_event_ = trial_event0
         self.dp_event_ = accounting.repeat_and_select_event(self.trial_dp_event_, mean, shape)
         self.delta_ = float(delta)
         self.epsilon_ = accounting.epsilon_of_event(self.dp_event_, self.delta_,
@@ -456,7 +547,27 @@ default="truncated_negative_binomial"
             self.n_features_in_ = est.n_features_in_
         if hasattr(est, "feature_names_in_"):
             self.feature_names_in_ = est.feature_names_in_
+        if self.verbose:
+            print(f"[{name}] done: released the best trial; epsilon_ = {self.epsilon_:.4g} "
+                  f"(delta_ = {self.delta_:g})", flush=True)
         return self
+
+    def _root_seed(self, secure):
+        """The SeedSequence of the configurations (and K), split, score noise and trials.
+
+        ``random_state=None``: fresh OS entropy (never NumPy's global
+        RandomState). With ``noise="secure"`` nothing comes from
+        ``random_state``, which the attacker may know: a known sequence of
+        configurations or of trial seeds would turn ``best_params_`` (or the
+        best model's public streams) into the index of the winning trial, a
+        lower bound on K, and a known split of ``n`` rows is not a random split.
+        """
+        if secure or self.random_state is None:
+            return np.random.SeedSequence()
+        if isinstance(self.random_state, Integral):
+            return np.random.SeedSequence(int(self.random_state))
+        rng = check_random_state(self.random_state)
+        return np.random.SeedSequence(rng.randint(0, 2**32, size=4, dtype=np.uint64).tolist())
 
     def _fitted_event(self, est, name):
         items = []
@@ -545,6 +656,27 @@ default="truncated_negative_binomial"
         return hasattr(self, "best_estimator_")
 
 
+def _correct_count(estimator, X_val, y_val):
+    """The pre-noise score of a trial: its number of correct validation predictions.
+
+    Sensitivity 1 -- removing, adding or replacing (label or features) one
+    validation record changes it by at most 1 -- as long as ``predict`` is
+    row-wise (tested in ``tests/sensitivity/test_search_score.py``).
+    """
+    return float(np.sum(np.asarray(estimator.predict(X_val)) == np.asarray(y_val)))
+
+
+def _noisy_score(correct, sigma, rng, n_val):
+    """The released score ``(correct + N(0, sigma²)) / n_val``.
+
+    ``sigma`` is the score's Gaussian noise multiplier (the accountant's
+    ``GaussianDpEvent(sigma)``, sensitivity 1); ``n_val`` the validation size,
+    a function of the public ``n`` and ``validation_fraction`` only (never a
+    realised count).
+    """
+    return (correct + rng.normal(0.0, sigma)) / n_val
+
+
 def _secure_uniform_open():
     """A CSPRNG uniform in (0, 1) (a draw of exactly 0 is redrawn)."""
     gen = SecureGenerator()
@@ -583,18 +715,3 @@ def _sample_truncated_negative_binomial(rng, shape, mean, secure=False):
         if k >= 1:
             return k
 
-
-def _results(configs, best, score):
-    keys = sorted({k for c in configs for k in c})
-    res = {"params": [dict(c) for c in configs]}
-    for key in keys:
-        col = np.ma.masked_all(len(configs), dtype=object)
-        for i, c in enumerate(configs):
-            if key in c:
-                col[i] = c[key]
-        res[f"param_{key}"] = col
-    res["is_best"] = np.arange(len(configs)) == best
-    scores = np.ma.masked_all(len(configs), dtype=float)
-    scores[best] = score
-    res["mean_test_score"] = scores
-    return res

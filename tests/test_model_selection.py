@@ -88,11 +88,7 @@ def test_sklearn_api(fitted, data):
     X, y = data
     s = fitted
     assert set(s.best_params_) == set(SPACE)
-    assert s.cv_results_["params"][s.best_index_] == s.best_params_
-    assert len(s.cv_results_["params"]) == s.n_trials_ >= 1
-    assert s.cv_results_["is_best"].sum() == 1
-    scores = s.cv_results_["mean_test_score"]
-    assert scores.count() == 1 and scores[s.best_index_] == s.best_score_
+    assert isinstance(s.best_score_, float)
     np.testing.assert_array_equal(s.predict(X), s.best_estimator_.predict(X))
     assert s.predict_proba(X).shape == (len(y), 2)
     assert s.decision_function(X).shape == (len(y),)
@@ -101,7 +97,7 @@ def test_sklearn_api(fitted, data):
     assert s.n_features_in_ == 6
     # clone / get_params hold no live state; a refit with the seed is reproducible.
     again = clone(s).fit(X, y)
-    assert again.best_params_ == s.best_params_ and again.n_trials_ == s.n_trials_
+    assert again.best_params_ == s.best_params_ and again.best_score_ == s.best_score_
     np.testing.assert_array_equal(again.best_estimator_.coef_, s.best_estimator_.coef_)
     assert "best_estimator_" not in clone(s).__dict__
     with pytest.raises(NotFittedError):
@@ -148,6 +144,9 @@ def test_bad_inputs(data):
         PrivateRandomizedSearchCV(est, {"batch_size": [32, 64]}, epsilon=1.0).fit(X, y)
     with pytest.raises(ValueError, match="not a parameter"):
         PrivateRandomizedSearchCV(est, {"lr": [0.1]}, epsilon=1.0).fit(X, y)
+    with pytest.raises(ValueError, match="invalid value -1.0"):
+        # Checked before K is drawn: a trial failing on it would reveal K's reach.
+        PrivateRandomizedSearchCV(est, {"learning_rate": [0.1, -1.0]}, epsilon=1.0).fit(X, y)
     with pytest.raises(TypeError, match="non-empty list"):
         PrivateRandomizedSearchCV(est, {"learning_rate": []}, epsilon=1.0).fit(X, y)
     with pytest.raises(ValueError, match="n_iter"):
@@ -191,11 +190,16 @@ def test_calibration_refuses_unplanned_private_steps(data):
 
 
 def test_trials_use_independent_seeds(data):
+    # The estimator's random_state=7 is replaced by a different seed per trial
+    # (and the released model carries none; see the item 7 test below).
     X, y = data
-    s = PrivateRandomizedSearchCV(DPSGDClassifier(epochs=1, accountant="rdp", random_state=7),
+    _RecordingDPSGD.seen = []
+    s = PrivateRandomizedSearchCV(_RecordingDPSGD(epochs=1, accountant="rdp", random_state=7),
                                   {"momentum": [0.0]}, epsilon=2.0, delta=1e-5, n_iter=3,
                                   trials_distribution="poisson", random_state=3).fit(X, y)
     assert s.best_estimator_.random_state != 7
+    keys = [r.seed_sequence.spawn_key for r in _RecordingDPSGD.seen]
+    assert len(keys) >= 2 and len(set(keys)) == len(keys)
 
 
 def test_secure_search_draws_k_and_score_noise_from_the_csprng(monkeypatch, data):
@@ -244,3 +248,208 @@ def test_secure_trial_counts_follow_the_law(distribution, shape):
         assert draws.min() >= 1
         law_mean, law_var, n_ref = ref.mean(), ref.var(), len(ref)
     assert abs(draws.mean() - law_mean) < 4 * np.sqrt(law_var / len(draws) + law_var / n_ref)
+
+
+# -- issue 16 item 1: the number of trials K must stay secret ------------------
+
+class _WarningDPSGD(DPSGDClassifier):
+    """A DPSGDClassifier that emits one (non-privacy) warning per fit."""
+
+    def fit(self, X, y):
+        import warnings
+
+        warnings.warn("trial warning from fit", UserWarning, stacklevel=2)
+        return super().fit(X, y)
+
+
+def _signature(value):
+    """Type and size of a fitted attribute, recursively: what could encode K."""
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((k, _signature(v)) for k, v in value.items())))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_signature(v) for v in value))
+    if isinstance(value, np.ndarray):
+        return ("ndarray", value.shape, value.dtype.str)
+    if hasattr(value, "get_params"):  # an estimator: its attribute names and params
+        return (type(value).__name__, tuple(sorted(vars(value))))
+    return (type(value).__name__,)
+
+
+def _observe_search(monkeypatch, caplog, capsys, data, k, **kw):
+    """Fit a search that runs exactly ``k`` trials; return everything it let out."""
+    import logging
+    import warnings
+
+    from sklearn_fdp import _search
+    from sklearn_fdp._progress import progress_hook
+
+    monkeypatch.setattr(_search, "_sample_truncated_negative_binomial",
+                        lambda rng, shape, mean, secure=False: k)
+    X, y = data
+    est = _WarningDPSGD(epochs=1, accountant="rdp", verbose=1)
+    search = PrivateRandomizedSearchCV(
+        est, {"learning_rate": loguniform(0.05, 5.0), "momentum": [0.0, 0.9]},
+        epsilon=2.0, delta=1e-5, n_iter=3, verbose=1, **kw)
+    progress = []
+    caplog.clear()
+    capsys.readouterr()
+    with caplog.at_level(logging.DEBUG), warnings.catch_warnings(record=True) as caught, \
+            progress_hook(lambda done, total: progress.append((done, total))):
+        warnings.simplefilter("always")
+        search.fit(X, y)
+    out = capsys.readouterr()
+    return dict(
+        search=search,
+        printed=(out.out, out.err),
+        # numba's JIT logs its compilation (once per process, K-free): not ours.
+        logged=[(r.name, r.levelno, r.getMessage()) for r in caplog.records
+                if not r.name.startswith("numba")],
+        warned=[(w.category, str(w.message)) for w in caught],
+        progress=progress,
+    )
+
+
+@pytest.mark.parametrize("noise", ["default", "secure"])
+def test_search_does_not_reveal_the_number_of_trials(monkeypatch, caplog, capsys, data,
+                                                     noise):
+    # Papernot-Steinke's bound (RepeatAndSelectDpEvent) holds only when the
+    # best candidate is the sole output: conditioned on a revealed K, best-of-K
+    # is close to K-fold composition. Two searches that run different numbers
+    # of trials must be indistinguishable except through the released best
+    # candidate: same fitted attribute names and shapes, same values for
+    # everything but best_*, same printed lines, log records, warnings and
+    # progress reports.
+    one = _observe_search(monkeypatch, caplog, capsys, data, 1, noise=noise, random_state=0)
+    many = _observe_search(monkeypatch, caplog, capsys, data, 4, noise=noise, random_state=0)
+    a, b = one["search"], many["search"]
+    for gone in ("n_trials_", "best_index_", "cv_results_"):
+        assert not hasattr(a, gone) and not hasattr(b, gone), gone
+    assert sorted(vars(a)) == sorted(vars(b))
+    released = {"best_estimator_", "best_params_", "best_score_"}
+    for name in vars(a):
+        assert _signature(getattr(a, name)) == _signature(getattr(b, name)), name
+        if name.endswith("_") and name not in released:
+            assert repr(getattr(a, name)) == repr(getattr(b, name)), name
+    assert sorted(a.best_estimator_.get_params()) == sorted(b.best_estimator_.get_params())
+    assert one["printed"] == many["printed"]
+    assert one["printed"][0]  # verbose still says something (K-free)
+    assert one["logged"] == many["logged"]
+    assert one["warned"] == many["warned"]
+    assert one["progress"] == many["progress"]
+
+
+def test_secure_search_takes_nothing_from_random_state(data):
+    # With noise="secure" the attacker may know random_state. The trial
+    # configurations, the split and the trials' seeds must not come from it:
+    # a known sequence of configurations (or of trial seeds) turns
+    # best_params_ into the index of the winning trial, a lower bound on K.
+    X, y = data
+    rs = np.random.RandomState(0)
+    before = rs.get_state()[1].copy()
+    PrivateRandomizedSearchCV(DPSGDClassifier(epochs=1, accountant="rdp"),
+                              {"learning_rate": loguniform(0.05, 5.0)}, epsilon=2.0,
+                              delta=1e-5, n_iter=2, noise="secure",
+                              random_state=rs).fit(X, y)
+    np.testing.assert_array_equal(rs.get_state()[1], before)
+
+
+# -- issue 16 item 7: random_state=None means fresh OS entropy -----------------
+
+class _RecordingDPSGD(DPSGDClassifier):
+    """A DPSGDClassifier that records the random_state each fit runs with."""
+
+    seen = []
+
+    def fit(self, X, y):
+        type(self).seen.append(self.random_state)
+        return super().fit(X, y)
+
+
+def test_search_without_random_state_ignores_numpys_global_state(data):
+    # random_state=None must not draw K, the split, the score noise or the
+    # trials' noise from NumPy's global RandomState: np.random.seed(0) would
+    # make the whole search, DP noise included, predictable.
+    X, y = data
+    fits = []
+    for _ in range(2):
+        np.random.seed(0)
+        fits.append(PrivateRandomizedSearchCV(
+            DPSGDClassifier(epochs=1, accountant="rdp"), {"learning_rate": [0.5, 1.0]},
+            epsilon=2.0, delta=1e-5, n_iter=2).fit(X, y))  # K >= 1 always
+    a, b = fits
+    assert a.best_score_ != b.best_score_
+    assert not np.array_equal(a.best_estimator_.coef_, b.best_estimator_.coef_)
+
+
+@pytest.mark.parametrize("random_state", [None, 0])
+def test_trials_get_full_width_seeds_that_are_not_released(data, random_state):
+    # Each trial runs from a full-width SeedSequence child (not a 31-bit int),
+    # and the released best_estimator_ does not carry the seed of its fit: with
+    # noise="default" that seed reproduces the trial's DP noise exactly.
+    from sklearn_fdp._random import spawn_generators
+
+    X, y = data
+    _RecordingDPSGD.seen = []
+    s = PrivateRandomizedSearchCV(_RecordingDPSGD(epochs=1, accountant="rdp"),
+                                  {"learning_rate": [0.5, 1.0]}, epsilon=2.0, delta=1e-5,
+                                  n_iter=3, random_state=random_state).fit(X, y)
+    seen = _RecordingDPSGD.seen
+    assert seen and not any(isinstance(r, (int, np.integer)) for r in seen)
+    assert all(isinstance(r, np.random.RandomState) for r in seen)
+    # spawn_generators takes the trial's SeedSequence itself (>= 128 bits of
+    # entropy when the search drew it from the OS), and again on every call.
+    first = [g.integers(2**63) for g in spawn_generators(seen[0], 2)]
+    again = [g.integers(2**63) for g in spawn_generators(seen[0], 2)]
+    assert first == again
+    assert s.best_estimator_.random_state is None
+    assert all(v is None for k, v in s.best_estimator_.get_params(deep=True).items()
+               if k.endswith("random_state"))
+
+
+# -- issue 16 item 9: every trial must protect the same thing -------------------
+
+_FDP = FeatureDPLogisticRegression(private_features=[0, 1], epochs=1, accountant="rdp")
+
+
+@pytest.mark.parametrize("estimator, key, values", [
+    (_FDP, "private_features", [[0], [0, 1]]),
+    (_FDP, "public_features", [[2, 3, 4, 5], [3, 4, 5]]),
+    (_FDP, "label_public", [True, False]),
+    (_FDP, "public_loss", ["mask", "gaussian_pad"]),
+    (_FDP, "method", ["alg1", "dpsgd"]),
+    (make_pipeline(Normalizer(), _FDP), "featuredplogisticregression__label_public",
+     [True, False]),
+    (DPSGDClassifier(epochs=1, accountant="rdp"), "noise", ["default", "secure"]),
+    (DPSGDClassifier(epochs=1, accountant="rdp"), "random_state", [0, 1]),
+    (make_pipeline(Normalizer(), DPSGDClassifier(epochs=1, accountant="rdp")),
+     "dpsgdclassifier", [DPSGDClassifier(epochs=1), _FDP]),
+])
+def test_search_refuses_parameters_that_change_what_is_protected(data, estimator, key,
+                                                                  values):
+    # Trials that protect different things (other protected columns, a public
+    # or private label, another public view, another mechanism or unit) are
+    # not runs of one mechanism: the repeat-and-select bound does not apply,
+    # and the released unit would depend on which trial won. Refused up front,
+    # naming the parameter, before anything is fitted.
+    X, y = data
+    search = PrivateRandomizedSearchCV(estimator, {key: values}, epsilon=2.0, delta=1e-5,
+                                       n_iter=2, random_state=0)
+    with pytest.raises(ValueError, match=rf"varies '{key}'"):
+        search.fit(X, y)
+
+
+class _ShiftingFDP(FeatureDPLogisticRegression):
+    """Protects column 0 or 1 depending on learning_rate (no static check can see it)."""
+
+    def fit(self, X, y):
+        self.private_features = [0] if self.learning_rate == 0.5 else [1]
+        return super().fit(X, y)
+
+
+def test_search_checks_what_each_fitted_trial_protects(data):
+    X, y = data
+    with pytest.raises(ValueError, match="two trials protect different things"):
+        PrivateRandomizedSearchCV(
+            _ShiftingFDP(private_features=[0], epochs=1, accountant="rdp"),
+            {"learning_rate": [0.5, 1.0]}, epsilon=2.0, delta=1e-5, n_iter=8,
+            trials_distribution="poisson", random_state=0).fit(X, y)
