@@ -449,3 +449,101 @@ def test_gdp_epsilon_matches_analytic_gaussian():
     assert accounting.gdp_epsilon(np.inf, 1e-5) == np.inf
     with pytest.raises(ValueError, match="mu"):
         accounting.gdp_epsilon([-1.0], 1e-5)
+
+
+# -- nothing un-noised about the private records is stored (issue 16 item 6) ------------
+
+
+def _fit_coupled(X, y, mask, params, releases=None):
+    """Fit, recording (``releases=None``) or replaying the noisy private release of every step.
+
+    Replaying draws, at every step, the noise ``releases[t] − s_t`` with ``s_t``
+    the step's clipped private sum on *these* data: the engine then sees the
+    same noisy releases as in the recorded fit (up to rounding). A fitted
+    attribute that is a function of those releases and of the public records
+    comes out the same; one that is computed from the private rows in the clear
+    does not.
+    """
+    from unittest.mock import patch
+
+    seen = []
+    call, draw = _AdaMixOracle.__call__, _AdaMixOracle.noise
+
+    def private_sum(self, idx, theta):
+        self._coupled_sum = call(self, idx, theta)
+        return self._coupled_sum
+
+    def noise(self, rng):
+        if releases is None:
+            z = draw(self, rng)
+            seen.append(self._coupled_sum + z)
+            return z
+        seen.append(None)
+        return releases[len(seen) - 1] - self._coupled_sum
+
+    with patch.object(_AdaMixOracle, "__call__", private_sum), \
+            patch.object(_AdaMixOracle, "noise", noise):
+        clf = AdaMixClassifier(**params).fit(X, y, public_mask=mask)
+    return clf, seen
+
+
+def _fitted_attributes(clf):
+    return {k: v for k, v in vars(clf).items() if k.endswith("_") and not k.startswith("_")}
+
+
+@pytest.mark.parametrize("params", [{}, NOISY_GD, dict(subspace="gradient"),
+                                    dict(variant="theory", max_grad_norm=1.0)])
+def test_fitted_attributes_are_functions_of_the_noisy_release(binary, params):
+    """Replace one private record, couple the noise so every step's noisy release
+    is unchanged: every fitted attribute must be unchanged too (the threat model's
+    attacker sees all of them)."""
+    X, y, mask = binary
+    params = dict(epsilon=1.0, random_state=0, **params)
+    i = int(np.flatnonzero(~mask)[3])
+    X2, y2 = X.copy(), y.copy()
+    X2[i] *= 1e-3  # a record the model fits (almost) perfectly: tiny gradients
+    y2[i] = 1 - y[i]
+    clf, releases = _fit_coupled(X, y, mask, params)
+    clf2, replayed = _fit_coupled(X2, y2, mask, params, releases)
+    assert len(replayed) == len(releases) == clf.steps_
+    a, b = _fitted_attributes(clf), _fitted_attributes(clf2)
+    assert sorted(a) == sorted(b)
+    for name in a:
+        if isinstance(a[name], np.ndarray):
+            assert a[name].shape == b[name].shape, name
+            np.testing.assert_allclose(a[name], b[name], rtol=1e-6, atol=1e-9, err_msg=name)
+        elif isinstance(a[name], (float, np.floating)):
+            assert a[name] == pytest.approx(b[name], rel=1e-9), name
+        elif isinstance(a[name], (int, bool, str, np.integer)):
+            assert a[name] == b[name], name
+
+
+def test_fitted_model_stores_nothing_per_private_record(binary):
+    """No per-instance figure on the fitted object; its pickle does not grow with n_private."""
+    X, y, mask = binary
+    assert not hasattr(AdaMixClassifier(epsilon=1.0, random_state=0)
+                       .fit(X, y, public_mask=mask), "per_instance_mu_")
+    sizes = []
+    for n_priv in (400, 1000):  # both pickle n_private_ as a 2-byte int
+        keep = mask | (np.cumsum(~mask) <= n_priv)
+        clf = AdaMixClassifier(epsilon=1.0, random_state=0).fit(X[keep], y[keep],
+                                                                public_mask=mask[keep])
+        assert clf.n_private_ == n_priv
+        sizes.append(len(pickle.dumps(clf)))
+    assert sizes[0] == sizes[1]
+
+
+def test_privacy_report_flags_kept_per_instance_figures(binary):
+    from sklearn_fdp import privacy_report
+
+    X, y, mask = binary
+    clf = AdaMixClassifier(epsilon=1.0, random_state=0).fit(X, y, public_mask=mask)
+    report = privacy_report(clf)
+    assert report.is_private and not report.warnings
+    # What a model fitted before the fix carries (or a user kept on purpose).
+    clf.per_instance_mu_ = np.full(clf.n_private_, 0.1)
+    report = privacy_report(clf)
+    assert not report.is_private
+    assert report.epsilon_rdp == math.inf
+    assert any("per_instance_mu_" in w and "NOT private" in w for w in report.warnings)
+    assert "per_instance_mu_" in str(report)
