@@ -334,7 +334,8 @@ class _AdaMixOracle:
     def _clip_scale(norms, tau):
         """Factors ``min(1, τ / ‖U_tᵀ g_i‖)``; zeros when ``τ = 0`` (nothing released)."""
         if tau > 0:
-            return np.minimum(1.0, tau / np.maximum(norms, np.finfo(np.float64).tiny))
+            with np.errstate(over="ignore"):  # τ / tiny = inf for a zero gradient: factor 1
+                return np.minimum(1.0, tau / np.maximum(norms, np.finfo(np.float64).tiny))
         return np.zeros_like(norms)
 
     def release(self, theta):
