@@ -160,6 +160,20 @@ def _preprocessing_audit(est):
     return {}, [], None
 
 
+def _kept_per_instance(est):
+    """Fitted ``per_instance*`` attributes of a private step (or of its best estimator).
+
+    Per-instance privacy figures (e.g. AdaMix's ``per_instance_mu_``, stored
+    by versions before issue 16 item 6) are computed from the private records
+    without noise: an object that carries them is not private.
+    """
+    found = [a for a in vars(est) if a.startswith("per_instance") and a.endswith("_")]
+    inner = getattr(est, "best_estimator_", None)
+    if inner is not None:
+        found += [f"best_estimator_.{a}" for a in _kept_per_instance(_final_step(inner))]
+    return sorted(found)
+
+
 def _relation(est):
     return getattr(est, "neighboring_", None) or getattr(est, "neighboring", "add_remove")
 
@@ -218,7 +232,8 @@ class PrivacyReport:
         """True when the total ε is finite and no step learnt from the data non-privately."""
         eps = self.epsilon_rdp
         return (eps is not None and math.isfinite(eps)
-                and not any(s["kind"] in ("nonprivate", "search") for s in self.steps))
+                and not any(s["kind"] in ("nonprivate", "search") for s in self.steps)
+                and not any(s.get("nonprivate_attributes") for s in self.steps))
 
     def to_dict(self):
         """The report as a dict of plain Python values (JSON-serialisable)."""
@@ -359,6 +374,14 @@ def privacy_report(estimator, delta=None, *, pld=True):
                 epsilon_rdp=_safe_epsilon(est.dp_event_, delta, "rdp", rel),
                 neighboring=rel, protected_unit=unit, unit=code,
                 dp_event=repr(est.dp_event_))
+            kept = _kept_per_instance(est)
+            if kept:
+                row["nonprivate_attributes"] = kept
+                warnings_.append(
+                    f"step {label!r} ({type(est).__name__}) keeps {kept!r}: per-instance "
+                    "figures computed from the private records without noise, a release "
+                    "the DP guarantee does not cover; the fitted object is NOT private "
+                    "(delete them before sharing it)")
         elif mixes:
             warnings_.append(
                 f"step {label!r} ({type(est).__name__}) divides every column by the row "
@@ -392,7 +415,8 @@ def privacy_report(estimator, delta=None, *, pld=True):
         eps_rdp = eps_pld = math.inf
         warnings_.append("no private step: nothing here is differentially private")
     private_only = (eps_rdp, eps_pld)
-    if split or any(s["kind"] in ("nonprivate", "search") for s in steps):
+    if split or any(s["kind"] in ("nonprivate", "search") or s.get("nonprivate_attributes")
+                    for s in steps):
         eps_rdp = math.inf if eps_rdp is not None else None
         eps_pld = math.inf if eps_pld is not None else None
     unit = (max(units, key=lambda u: _UNIT_ORDER[u[0]])[1] if units else "none")

@@ -84,9 +84,13 @@ class _AdaMixOracle:
     records of their per-example gradients, projected onto the public
     subspace (``projection=True``) and clipped to ``τ_t``; ``noise`` draws the
     matching Gaussian noise; ``public_gradient`` is the engine's public
-    oracle. Set-up and per-step statistics are computed from the public
-    records and the current iterate only, except the private sum itself and
-    the per-record sensitivities accumulated for the pDP report.
+    oracle. Set-up and per-step statistics (``τ_t``, ``U_t``, the noise
+    dimension) are computed from the public records and the current iterate
+    only; the private records enter the clipped sum and nothing else. The
+    oracle keeps nothing per private record: :meth:`release` is the step's
+    pre-noise release (what the sensitivity harness checks) and
+    :meth:`sensitivities` the per-record figures that
+    ``AdaMixClassifier.per_instance_epsilon`` recomputes on request.
 
     Parameters
     ----------
@@ -159,8 +163,8 @@ class _AdaMixOracle:
         if (self.projection and self.use_gram and self._fixed_V is None and not self._fixed_full
                 and n_pub * n_priv <= _MAX_CROSS_GRAM):
             self.cross_gram = self._x_cross()
-        # Per-step state and the pDP bookkeeping.
-        self.sens_sq = np.zeros(n_priv)
+        # Per-step state; ``iterates`` (set by the caller) records every θ_t.
+        self.iterates = None
         self.tau_history = []
         self.rank_history = []
         self._tau = 0.0
@@ -288,43 +292,86 @@ class _AdaMixOracle:
 
     # -- engine callbacks ----------------------------------------------------
 
-    def __call__(self, idx, theta):
-        """Clipped (projected) sum over all private records (``idx`` is all of them)."""
+    def _step(self, theta):
+        """Public statistics and private coordinates of the step at ``theta``.
+
+        Returns ``(tau, n_dims, back, norms, coord_sum)``. ``tau`` (τ_t),
+        ``n_dims`` (dimension of the noise) and ``back`` (flat coordinates ->
+        parameter-shaped array; None: the identity, i.e. a reshape) depend on
+        the public records and ``theta`` only. ``norms[i]`` is the norm of
+        private record i's coordinates ``U_tᵀ g_i`` and ``coord_sum(scale)``
+        is ``Σ_i scale_i U_tᵀ g_i`` as a flat array of ``n_dims`` entries.
+        """
         R_pub = _residual(self._decision(self.X_pub, theta), self.y_pub)
         pub_norms = self.xn_pub * np.linalg.norm(R_pub, axis=1)
         tau = self._tau_of(pub_norms) if len(pub_norms) or not self.adaptive_clipping else 0.0
         R = _residual(self._decision(self.X_priv, theta), self.y_priv)
-        project = self.projection
-        if project and self.subspace == "gradient":
+        if self.projection and self.subspace == "gradient":
             P, back, k = self._gradient_subspace(R_pub, R)
-            project = back is not None
-            norms = np.linalg.norm(P, axis=1) if project else None
-        elif project:
-            Q, back, k = self._feature_subspace(R_pub)
-            project = back is not None
-            norms = np.linalg.norm(Q, axis=1) * np.linalg.norm(R, axis=1) if project else None
-        if project:
-            n_dims = k if self.subspace == "gradient" else k * self.n_outputs
-        else:  # no projection, or a full-rank subspace (the identity)
-            n_dims = theta.size
-            norms = self.xn_priv * np.linalg.norm(R, axis=1)
-        tiny = np.finfo(np.float64).tiny
+            if back is not None:
+                return tau, k, back, np.linalg.norm(P, axis=1), lambda scale: P.T @ scale
+        elif self.projection:
+            Q, back_matrix, k = self._feature_subspace(R_pub)
+            if back_matrix is not None:
+                K = self.n_outputs
+
+                def back(z):
+                    return back_matrix(z.reshape(k, K))
+
+                def coord_sum(scale):
+                    return (Q.T @ (R * scale[:, None])).ravel()
+
+                norms = np.linalg.norm(Q, axis=1) * np.linalg.norm(R, axis=1)
+                return tau, k * K, back, norms, coord_sum
+        # No projection, or a full-rank subspace (the identity).
+
+        def coord_sum(scale):
+            return self._outer_sum(self.X_priv, R * scale[:, None]).ravel()
+
+        return tau, theta.size, None, self.xn_priv * np.linalg.norm(R, axis=1), coord_sum
+
+    @staticmethod
+    def _clip_scale(norms, tau):
+        """Factors ``min(1, τ / ‖U_tᵀ g_i‖)``; zeros when ``τ = 0`` (nothing released)."""
         if tau > 0:
-            scale = np.minimum(1.0, tau / np.maximum(norms, tiny))
-            self.sens_sq += (norms * scale / tau) ** 2
-        else:  # nothing of the private data is released this step
-            scale = np.zeros_like(norms)
+            with np.errstate(over="ignore"):  # τ / tiny = inf for a zero gradient: factor 1
+                return np.minimum(1.0, tau / np.maximum(norms, np.finfo(np.float64).tiny))
+        return np.zeros_like(norms)
+
+    def release(self, theta):
+        """The step's pre-noise release ``Σ_i clip(U_tᵀ g_i, τ_t)`` in the noise's coordinates.
+
+        Returns ``(coords, tau, n_dims, back)``: ``coords`` is a flat array of
+        ``n_dims`` entries to which :meth:`noise` adds ``N(0, σ² τ_t² I)``;
+        ``back`` maps coordinates to the parameter shape (None: a reshape).
+        Removing one private record moves ``coords`` by at most ``τ_t``.
+        """
+        tau, n_dims, back, norms, coord_sum = self._step(theta)
+        return coord_sum(self._clip_scale(norms, tau)), tau, n_dims, back
+
+    def sensitivities(self, theta):
+        """``(τ_t, n_dims, s)`` with ``s_i = min(‖U_tᵀ g_i‖, τ_t)² / τ_t²`` (0 when τ_t = 0).
+
+        Computed from the private records in the clear: the per-instance
+        report's input, never stored on a fitted estimator.
+        """
+        tau, n_dims, _, norms, _ = self._step(theta)
+        scale = self._clip_scale(norms, tau)
+        sens = (norms * scale / tau) ** 2 if tau > 0 else np.zeros_like(norms)
+        return tau, n_dims, sens
+
+    def __call__(self, idx, theta):
+        """Clipped (projected) sum over all private records (``idx`` is all of them)."""
+        if self.iterates is not None:
+            self.iterates[len(self.tau_history)] = theta
+        coords, tau, n_dims, back = self.release(theta)
         self.tau_history.append(tau)
         self.rank_history.append(n_dims)
         self._tau, self._n_dims = tau, n_dims
-        if not project:
-            self._map_back = None
-            return self._outer_sum(self.X_priv, R * scale[:, None])
-        if self.subspace == "gradient":
-            self._map_back = back
-            return back(P.T @ scale)
-        self._map_back = lambda z: back(z.reshape(k, self.n_outputs))
-        return back(Q.T @ (R * scale[:, None]))
+        self._map_back = back
+        if back is None:
+            return coords.reshape(self._theta_shape)
+        return back(coords)
 
     def noise(self, rng):
         """``N(0, σ² τ_t² I_k)`` in the step's subspace, mapped back (or isotropic)."""
@@ -465,6 +512,11 @@ class AdaMixClassifier(BaseDPLinearClassifier):
         as in Opacus's ``secure_mode``); slower (user guide, "Secure noise"), and
         ``random_state`` no longer reproduces the fit. The accounting, and so
         ``epsilon_``, is the same.
+    store_iterates : bool, default=False
+        Keep every iterate ``θ_t`` of the private phase in ``iterates_``
+        (``steps_ × (n_features + 1) × n_outputs`` floats), which
+        :meth:`per_instance_epsilon` needs. The iterates are post-processing
+        of the noisy steps, covered by ``epsilon_`` like ``coef_``.
     verbose : int, default=0
         Print the number of steps and the ε spent.
 
@@ -506,11 +558,13 @@ class AdaMixClassifier(BaseDPLinearClassifier):
     clip_thresholds_ : ndarray of shape (steps_,)
         ``τ_t`` of every step (depends on public data and iterates only).
     subspace_dims_ : ndarray of shape (steps_,)
-        Dimension of the subspace the noise lived in at every step.
-    per_instance_mu_ : ndarray of shape (n_private_,)
-        Per-instance GDP parameter μ of every private record (Prop. 14).
-        **Depends on the private data**: delete it (``del
-        clf.per_instance_mu_``) before publishing the fitted object.
+        Dimension of the subspace the noise lived in at every step (depends
+        on public data and iterates only).
+    iterates_ : ndarray of shape (steps_, n_features + fit_intercept, n_outputs)
+        With ``store_iterates=True`` only: the iterate ``θ_t`` at which step
+        ``t``'s gradients were taken (``iterates_[t, :n_features].T`` is a
+        ``coef_``, row ``n_features`` the intercept; ``n_outputs`` is 1 for
+        binary problems). Post-processing of the noisy steps.
 
     See Also
     --------
@@ -532,7 +586,10 @@ class AdaMixClassifier(BaseDPLinearClassifier):
     private records, the class labels (``classes_``) and the
     hyperparameters. ``public_mask=None`` means no record is public: the fit
     then falls back to NoisyGD (``projection_`` and ``adaptive_clipping_``
-    False, ``w_ref = 0``, clip at ``max_grad_norm``).
+    False, ``w_ref = 0``, clip at ``max_grad_norm``). Every fitted attribute
+    is a function of the public records and the noisy steps: nothing computed
+    from the private records in the clear is stored (the per-instance report,
+    :meth:`per_instance_epsilon`, is computed on request and not kept).
 
     References
     ----------
@@ -549,10 +606,10 @@ class AdaMixClassifier(BaseDPLinearClassifier):
     >>> X = Normalizer().fit_transform(X)
     >>> public = np.zeros(len(y), dtype=bool)
     >>> public[:40] = True
-    >>> clf = AdaMixClassifier(epsilon=1.0, random_state=0).fit(X, y, public_mask=public)
-    >>> bool(clf.epsilon_ <= 1.0)
+    >>> clf = AdaMixClassifier(epsilon=1.0, random_state=0, store_iterates=True)
+    >>> bool(clf.fit(X, y, public_mask=public).epsilon_ <= 1.0)
     True
-    >>> clf.per_instance_epsilon().shape
+    >>> clf.per_instance_epsilon(X, y, public_mask=public).shape  # ex post, not released
     (1960,)
     """
 
@@ -574,6 +631,7 @@ class AdaMixClassifier(BaseDPLinearClassifier):
         "fit_intercept": ["boolean"],
         "random_state": ["random_state"],
         "noise": [StrOptions(set(NOISE_OPTIONS))],
+        "store_iterates": ["boolean"],
         "verbose": ["verbose"],
     }
 
@@ -599,6 +657,7 @@ class AdaMixClassifier(BaseDPLinearClassifier):
         fit_intercept=True,
         random_state=None,
         noise="default",
+        store_iterates=False,
         verbose=0,
     ):
         self.epsilon = epsilon
@@ -618,6 +677,7 @@ class AdaMixClassifier(BaseDPLinearClassifier):
         self.fit_intercept = fit_intercept
         self.random_state = random_state
         self.noise = noise
+        self.store_iterates = store_iterates
         self.verbose = verbose
 
     # -- helpers -------------------------------------------------------------
@@ -780,10 +840,7 @@ class AdaMixClassifier(BaseDPLinearClassifier):
         self : AdaMixClassifier
         """
         name = type(self).__name__
-        X, y = validate_numeric_data(self, X, y, dtype=[np.float64, np.float32], order="C",
-                                     y_numeric=False)
-        check_row_norms_finite(X, name)
-        X = np.asarray(X, dtype=np.float64)
+        X, y = self._validate_training_data(X, y, reset=True)
         check_classification_targets(y)
         encoder = LabelEncoder().fit(y)
         classes = encoder.classes_
@@ -808,7 +865,6 @@ class AdaMixClassifier(BaseDPLinearClassifier):
         loss = LinearLoss("log_loss", n_outputs)
         y_enc = loss.encode(encoder.transform(y))
         X_pub, y_pub = X[mask], y_enc[mask]
-        X_priv, y_priv = X[~mask], y_enc[~mask]
         sigma = float(self.noise_multiplier)
         steps, spent = self._calibrate_steps(sigma)
 
@@ -822,13 +878,9 @@ class AdaMixClassifier(BaseDPLinearClassifier):
 
         projection = bool(self.projection and n_pub > 0 and not theory)
         adaptive = bool(self.adaptive_clipping and n_pub > 0 and not theory)
-        subspace_dim = None if self.subspace_dim == "auto" else int(self.subspace_dim)
-        oracle = _AdaMixOracle(
-            X_priv, y_priv, X_pub, y_pub, n_outputs, self.fit_intercept, sigma, subspace_dim,
-            self.clip_percentile, projection, adaptive, self.max_grad_norm,
-            n_samples, 0.0 if theory else self.l2_regularization, theta_ref,
-            subspace=self.subspace,
-        )
+        oracle = self._make_oracle(X, y_enc, mask, n_outputs, theta_ref, projection, adaptive)
+        if self.store_iterates:
+            oracle.iterates = np.empty((steps,) + theta_ref.shape)
         gens = spawn_generators(self.random_state, 2, noise=self.noise)
         common = dict(steps=steps, sampling_rate=1.0, noise_multiplier=sigma,
                       max_grad_norm=self.max_grad_norm, alpha=n_priv / n_samples)
@@ -886,8 +938,30 @@ class AdaMixClassifier(BaseDPLinearClassifier):
         self.accountant_ = "pld"
         self.clip_thresholds_ = np.asarray(oracle.tau_history, dtype=float)
         self.subspace_dims_ = np.asarray(oracle.rank_history, dtype=int)
-        self.per_instance_mu_ = np.sqrt(oracle.sens_sq) / sigma
+        # Nothing per private record is kept (issue 16 item 6): drop what an
+        # earlier fit, or a model pickled by an older version, may carry.
+        for stale in [a for a in vars(self) if a.startswith("per_instance")] + ["iterates_"]:
+            self.__dict__.pop(stale, None)
+        if self.store_iterates:
+            self.iterates_ = oracle.iterates
         return self
+
+    def _validate_training_data(self, X, y, reset):
+        X, y = validate_numeric_data(self, X, y, dtype=[np.float64, np.float32], order="C",
+                                     y_numeric=False, reset=reset)
+        check_row_norms_finite(X, type(self).__name__)
+        return np.asarray(X, dtype=np.float64), y
+
+    def _make_oracle(self, X, y_enc, mask, n_outputs, theta_ref, projection, adaptive):
+        """The private phase's oracle on the records of ``X`` (``mask``: public)."""
+        theory = self.variant == "theory"
+        subspace_dim = None if self.subspace_dim == "auto" else int(self.subspace_dim)
+        return _AdaMixOracle(
+            X[~mask], y_enc[~mask], X[mask], y_enc[mask], n_outputs, self.fit_intercept,
+            float(self.noise_multiplier), subspace_dim, self.clip_percentile, projection,
+            adaptive, self.max_grad_norm, len(X), 0.0 if theory else self.l2_regularization,
+            theta_ref, subspace=self.subspace,
+        )
 
     @staticmethod
     def _shifted(oracle, shift):
@@ -903,52 +977,115 @@ class AdaMixClassifier(BaseDPLinearClassifier):
 
     # -- per-instance DP -----------------------------------------------------
 
-    def per_instance_epsilon(self, delta=None):
-        """Per-instance ε of every private training record (pDP, supplement Prop. 14).
+    def per_instance_epsilon(self, X, y, public_mask=None, *, delta=None):
+        """Ex-post per-instance ε of every private training record (supplement Prop. 14).
 
-        Record ``i`` enters step ``t`` with sensitivity
-        ``min(‖U_tᵀ g_i‖, τ_t)`` (projected, clipped gradient) against noise
-        ``σ τ_t``, so the run is μ_i-GDP for *that* record with
-        ``μ_i = sqrt(Σ_t min(‖U_tᵀ g_i‖, τ_t)² / τ_t²) / σ ≤ sqrt(T) / σ``;
-        ε_i is the analytic Gaussian mechanism's ε at ``delta`` for μ_i
-        (:func:`sklearn_fdp.accounting.gdp_epsilon`, rounded up; at
-        ``delta_`` it is never above ``epsilon_``).
+        Needs the fit's iterates (``store_iterates=True``) and its training
+        data, passed again: ``X``, ``y`` and ``public_mask`` must be those of
+        ``fit``. At every stored iterate ``θ_t`` the step's ``U_t`` and ``τ_t``
+        are recomputed from the public records (and checked against
+        ``clip_thresholds_`` and ``subspace_dims_``, which catches most, not
+        all, mismatched data; nothing can check the private rows). Record
+        ``i`` entered step ``t`` with sensitivity ``min(‖U_tᵀ g_i(θ_t)‖, τ_t)``
+        against noise ``σ τ_t``, so
+        ``μ_i = sqrt(Σ_t min(‖U_tᵀ g_i‖, τ_t)² / τ_t²) / σ ≤ sqrt(T) / σ``,
+        and ε_i is the analytic Gaussian mechanism's ε at
+        ``delta`` for μ_i (:func:`sklearn_fdp.accounting.gdp_epsilon`, capped
+        at ``epsilon_`` when ``delta`` is ``delta_``).
 
-        Warning: these numbers are computed from the private data (each
-        record's gradients). They are *not* covered by the DP guarantee
-        and must not be released without care (e.g. a private release of
-        their histogram): a small ε_i says that record was well fit. Use them
-        to compare algorithms on your own data.
+        **This is an ex-post, trajectory-dependent figure, not a per-instance
+        DP (pGDP) guarantee.** The sensitivities are evaluated along the one
+        trajectory that the noise happened to produce (and that record ``i``
+        itself influenced); a guarantee must hold over all trajectories, and
+        only ``epsilon_`` does. The figures are also computed from the private
+        records in the clear: they are **not** covered by the DP guarantee
+        (a small ε_i says that record was well fit). Use them to compare
+        algorithms or settings on your own data; do not publish them, and do
+        not keep them on the estimator (``privacy_report`` flags any
+        ``per_instance*`` attribute as a non-private release).
 
         Parameters
         ----------
+        X : array-like of shape (n_samples, n_features)
+            The training data of ``fit`` (public and private records).
+        y : array-like of shape (n_samples,)
+            Its labels.
+        public_mask : array-like of bool of shape (n_samples,), default=None
+            The ``public_mask`` of ``fit``.
         delta : float or None, default=None
-            δ of the per-instance guarantee, in (0, 1); None uses ``delta_``.
+            δ of the per-instance figure, in (0, 1); None uses ``delta_``.
 
         Returns
         -------
         epsilon : ndarray of shape (n_private_,)
-            pDP ε of each private record, in the order of ``X[~public_mask]``.
+            Ex-post ε of each private record, in the order of
+            ``X[~public_mask]``. Nothing is stored on the estimator.
         """
         check_is_fitted(self)
         delta = self.delta_ if delta is None else float(delta)
-        mu = np.asarray(self.per_instance_mu_, dtype=float)
-        mu_max = math.sqrt(self.steps_) / self.noise_multiplier_
-        mu = np.minimum(mu, mu_max)
+        mu = self._per_instance_mu(X, y, public_mask)
+        mu = np.minimum(mu, math.sqrt(self.steps_) / self.noise_multiplier_)
         eps = accounting.gdp_epsilon(mu, delta)
         if delta == self.delta_:
             eps = np.minimum(eps, self.epsilon_)
         return eps
 
-    def plot_per_instance_epsilon(self, delta=None, ax=None, label=None, **hist_kwargs):
+    def _per_instance_mu(self, X, y, public_mask):
+        """μ_i of every private record along the stored trajectory (see per_instance_epsilon)."""
+        name = type(self).__name__
+        iterates = getattr(self, "iterates_", None)
+        if iterates is None:
+            raise ValueError(
+                f"{name}.per_instance_epsilon recomputes the per-record figures along the "
+                "trajectory of the fit, which this estimator did not keep. Refit with "
+                "store_iterates=True (the iterates are post-processing of the noisy steps, "
+                "covered by epsilon_), then pass the training data again."
+            )
+        X, y = self._validate_training_data(X, y, reset=False)
+        mask = self._check_public_mask(public_mask, len(X))
+        if int(mask.sum()) != self.n_public_ or int((~mask).sum()) != self.n_private_:
+            raise ValueError(
+                f"{name}.per_instance_epsilon needs the training data of fit: got "
+                f"{int(mask.sum())} public and {int((~mask).sum())} private records, the "
+                f"fit had {self.n_public_} and {self.n_private_}."
+            )
+        encoder = LabelEncoder()
+        encoder.classes_ = self.classes_
+        n_outputs = self.coef_.shape[0]
+        y_enc = LinearLoss("log_loss", n_outputs).encode(encoder.transform(y))
+        theta_ref = np.vstack([self.pretrained_coef_.T, self.pretrained_intercept_[None, :]])
+        if not self.fit_intercept:
+            theta_ref = theta_ref[:-1]
+        oracle = self._make_oracle(X, y_enc, mask, n_outputs, theta_ref, self.projection_,
+                                   self.adaptive_clipping_)
+        sens_sq = np.zeros(self.n_private_)
+        for t, theta in enumerate(iterates):
+            tau, n_dims, sens = oracle.sensitivities(theta)
+            if (not math.isclose(tau, self.clip_thresholds_[t], rel_tol=1e-9)
+                    or n_dims != self.subspace_dims_[t]):
+                raise ValueError(
+                    f"{name}.per_instance_epsilon: at step {t} the clip threshold and "
+                    f"subspace recomputed from the public records ({tau!r}, {n_dims}) differ "
+                    f"from the fit's ({self.clip_thresholds_[t]!r}, "
+                    f"{self.subspace_dims_[t]}). Pass the X, y and public_mask of fit, "
+                    "and do not change the hyperparameters after fitting."
+                )
+            sens_sq += sens
+        return np.sqrt(sens_sq) / self.noise_multiplier_
+
+    def plot_per_instance_epsilon(self, X, y, public_mask=None, *, delta=None, ax=None,
+                                  label=None, **hist_kwargs):
         """Histogram of :meth:`per_instance_epsilon` (needs matplotlib).
 
-        The same warning applies: the histogram depends on the private data.
+        The same warnings apply: the histogram is an ex-post figure computed
+        from the private data, not covered by the DP guarantee.
 
         Parameters
         ----------
+        X, y, public_mask : array-like
+            The training data of ``fit`` (see :meth:`per_instance_epsilon`).
         delta : float or None, default=None
-            δ of the per-instance guarantee; None uses ``delta_``.
+            δ of the per-instance figure; None uses ``delta_``.
         ax : matplotlib Axes or None, default=None
             Where to draw; None creates a new figure.
         label : str or None, default=None
@@ -962,14 +1099,14 @@ class AdaMixClassifier(BaseDPLinearClassifier):
         """
         import matplotlib.pyplot as plt
 
-        eps = self.per_instance_epsilon(delta)
+        eps = self.per_instance_epsilon(X, y, public_mask, delta=delta)
         if ax is None:
             _, ax = plt.subplots(figsize=(5, 3.5))
         hist_kwargs.setdefault("bins", 40)
         hist_kwargs.setdefault("alpha", 0.6)
         ax.hist(eps, label=label or type(self).__name__, **hist_kwargs)
         ax.axvline(self.epsilon_, color="k", linestyle="--", linewidth=1)
-        ax.set_xlabel("per-instance ε (pDP)")
+        ax.set_xlabel("per-instance ε (ex post, not a guarantee)")
         ax.set_ylabel("private records")
         return ax
 

@@ -81,7 +81,7 @@ def test_not_fitted():
     with pytest.raises(NotFittedError):
         AdaMixClassifier().predict(np.zeros((2, 3)))
     with pytest.raises(NotFittedError):
-        AdaMixClassifier().per_instance_epsilon()
+        AdaMixClassifier().per_instance_epsilon(np.zeros((2, 3)), [0, 1])
 
 
 def test_pickle_and_clone(binary):
@@ -289,7 +289,9 @@ def test_oracle_matches_explicit_projection(subspace, n_outputs, n_pub, subspace
     clipped = proj * np.minimum(1.0, tau / norms)[:, None]
     expected = (U @ clipped.sum(axis=0)).reshape(theta.shape)
     np.testing.assert_allclose(out, expected, atol=1e-9)
-    np.testing.assert_allclose(oracle.sens_sq, (np.minimum(norms, tau) / tau) ** 2, rtol=1e-9)
+    tau_t, n_dims, sens = oracle.sensitivities(theta)
+    assert tau_t == pytest.approx(tau, rel=1e-12) and n_dims == U.shape[1]
+    np.testing.assert_allclose(sens, (np.minimum(norms, tau) / tau) ** 2, rtol=1e-9)
     assert oracle._n_dims == U.shape[1]
     # The noise lives in the subspace and is N(0, (σ τ)² I_k) there.
     noise = np.stack([oracle.noise(rng).ravel() for _ in range(4000)])
@@ -305,7 +307,8 @@ def test_oracle_matches_explicit_projection(subspace, n_outputs, n_pub, subspace
 def test_theory_variant(binary):
     X, y, mask = binary
     L = math.sqrt(2.0)  # binary log loss, rows of norm <= 1 plus intercept
-    clf = AdaMixClassifier(epsilon=3.0, variant="theory", max_grad_norm=L, random_state=0)
+    clf = AdaMixClassifier(epsilon=3.0, variant="theory", max_grad_norm=L, random_state=0,
+                           store_iterates=True)
     clf.fit(X, y, public_mask=mask)
     assert not clf.projection_ and not clf.adaptive_clipping_
     np.testing.assert_array_equal(clf.clip_thresholds_, L)
@@ -313,7 +316,8 @@ def test_theory_variant(binary):
     assert clf.epsilon_ <= 3.0
     assert clf.score(X, y) > 0.7
     # With a Lipschitz bound the clip never binds: every record has μ_i <= sqrt(T)/σ.
-    assert np.all(clf.per_instance_mu_ <= math.sqrt(clf.steps_) / clf.noise_multiplier_ + 1e-12)
+    mu = clf._per_instance_mu(X, y, mask)
+    assert np.all(mu <= math.sqrt(clf.steps_) / clf.noise_multiplier_ + 1e-12)
 
 
 def test_theory_weighted_average_matches_reference(binary):
@@ -353,17 +357,19 @@ def test_theory_weighted_average_matches_reference(binary):
                                     dict(variant="theory", max_grad_norm=1.0)])
 def test_per_instance_epsilon_below_epsilon(multiclass, params):
     X, y, mask = multiclass
-    clf = AdaMixClassifier(epsilon=3.0, random_state=0, **params).fit(X, y, public_mask=mask)
-    eps = clf.per_instance_epsilon()
+    clf = AdaMixClassifier(epsilon=3.0, random_state=0, store_iterates=True, **params)
+    clf.fit(X, y, public_mask=mask)
+    eps = clf.per_instance_epsilon(X, y, public_mask=mask)
     assert eps.shape == (clf.n_private_,)
     assert np.all(eps >= 0) and np.all(eps <= clf.epsilon_)
     assert np.all(np.isfinite(eps))
     # Per record: ε_i is the Gaussian ε of μ_i.
-    i = int(np.argmin(clf.per_instance_mu_))
-    exact = accounting.gaussian_epsilon(1.0 / clf.per_instance_mu_[i], clf.delta_)
+    mu = clf._per_instance_mu(X, y, mask)
+    i = int(np.argmin(mu))
+    exact = accounting.gaussian_epsilon(1.0 / mu[i], clf.delta_)
     assert eps[i] == pytest.approx(exact, rel=1e-6)
     # A larger δ gives smaller ε; the bound for δ is still <= the run's ε at that δ.
-    loose = clf.per_instance_epsilon(delta=1e-3)
+    loose = clf.per_instance_epsilon(X, y, mask, delta=1e-3)
     assert np.all(loose <= eps + 1e-12)
     run_eps = accounting.gaussian_epsilon(clf.noise_multiplier_ / math.sqrt(clf.steps_), 1e-3)
     assert np.all(loose <= run_eps * (1 + 1e-9))
@@ -377,8 +383,9 @@ def test_plot_per_instance_epsilon(binary):
     import matplotlib.pyplot as plt
 
     X, y, mask = binary
-    clf = AdaMixClassifier(epsilon=1.0, random_state=0).fit(X, y, public_mask=mask)
-    ax = clf.plot_per_instance_epsilon(bins=10, label="AdaMix")
+    clf = AdaMixClassifier(epsilon=1.0, random_state=0, store_iterates=True)
+    clf.fit(X, y, public_mask=mask)
+    ax = clf.plot_per_instance_epsilon(X, y, mask, bins=10, label="AdaMix")
     assert ax.get_xlabel().startswith("per-instance")
     plt.close(ax.figure)
 
@@ -398,11 +405,14 @@ def test_inputs_not_mutated(multiclass):
 
 def test_determinism(binary):
     X, y, mask = binary
-    a = AdaMixClassifier(epsilon=1.0, random_state=7).fit(X, y, public_mask=mask)
-    b = AdaMixClassifier(epsilon=1.0, random_state=7).fit(X, y, public_mask=mask)
+    a = AdaMixClassifier(epsilon=1.0, random_state=7, store_iterates=True)
+    b = AdaMixClassifier(epsilon=1.0, random_state=7, store_iterates=True)
+    a.fit(X, y, public_mask=mask)
+    b.fit(X, y, public_mask=mask)
     c = AdaMixClassifier(epsilon=1.0, random_state=8).fit(X, y, public_mask=mask)
     np.testing.assert_array_equal(a.coef_, b.coef_)
-    np.testing.assert_array_equal(a.per_instance_epsilon(), b.per_instance_epsilon())
+    np.testing.assert_array_equal(a.per_instance_epsilon(X, y, mask),
+                                  b.per_instance_epsilon(X, y, mask))
     assert not np.array_equal(a.coef_, c.coef_)
     # The pretrained weights use public data only and no randomness.
     np.testing.assert_array_equal(a.pretrained_coef_, c.pretrained_coef_)
@@ -449,3 +459,137 @@ def test_gdp_epsilon_matches_analytic_gaussian():
     assert accounting.gdp_epsilon(np.inf, 1e-5) == np.inf
     with pytest.raises(ValueError, match="mu"):
         accounting.gdp_epsilon([-1.0], 1e-5)
+
+
+# -- nothing un-noised about the private records is stored (issue 16 item 6) ------------
+
+
+def _fit_coupled(X, y, mask, params, releases=None):
+    """Fit, recording (``releases=None``) or replaying the noisy private release of every step.
+
+    Replaying draws, at every step, the noise ``releases[t] − s_t`` with ``s_t``
+    the step's clipped private sum on *these* data: the engine then sees the
+    same noisy releases as in the recorded fit (up to rounding). A fitted
+    attribute that is a function of those releases and of the public records
+    comes out the same; one that is computed from the private rows in the clear
+    does not.
+    """
+    from unittest.mock import patch
+
+    seen = []
+    call, draw = _AdaMixOracle.__call__, _AdaMixOracle.noise
+
+    def private_sum(self, idx, theta):
+        self._coupled_sum = call(self, idx, theta)
+        return self._coupled_sum
+
+    def noise(self, rng):
+        if releases is None:
+            z = draw(self, rng)
+            seen.append(self._coupled_sum + z)
+            return z
+        seen.append(None)
+        return releases[len(seen) - 1] - self._coupled_sum
+
+    with patch.object(_AdaMixOracle, "__call__", private_sum), \
+            patch.object(_AdaMixOracle, "noise", noise):
+        clf = AdaMixClassifier(**params).fit(X, y, public_mask=mask)
+    return clf, seen
+
+
+def _fitted_attributes(clf):
+    return {k: v for k, v in vars(clf).items() if k.endswith("_") and not k.startswith("_")}
+
+
+@pytest.mark.parametrize("params", [{}, NOISY_GD, dict(subspace="gradient"),
+                                    dict(variant="theory", max_grad_norm=1.0),
+                                    dict(store_iterates=True), dict(subspace_dim=2)])
+def test_fitted_attributes_are_functions_of_the_noisy_release(binary, params):
+    """Replace one private record, couple the noise so every step's noisy release
+    is unchanged: every fitted attribute must be unchanged too (the threat model's
+    attacker sees all of them)."""
+    X, y, mask = binary
+    params = dict(epsilon=1.0, random_state=0, **params)
+    i = int(np.flatnonzero(~mask)[3])
+    X2, y2 = X.copy(), y.copy()
+    X2[i] *= 1e-3  # a record the model fits (almost) perfectly: tiny gradients
+    y2[i] = 1 - y[i]
+    clf, releases = _fit_coupled(X, y, mask, params)
+    clf2, replayed = _fit_coupled(X2, y2, mask, params, releases)
+    assert len(replayed) == len(releases) == clf.steps_
+    a, b = _fitted_attributes(clf), _fitted_attributes(clf2)
+    assert sorted(a) == sorted(b)
+    for name in a:
+        if isinstance(a[name], np.ndarray):
+            assert a[name].shape == b[name].shape, name
+            np.testing.assert_allclose(a[name], b[name], rtol=1e-6, atol=1e-9, err_msg=name)
+        elif isinstance(a[name], (float, np.floating)):
+            assert a[name] == pytest.approx(b[name], rel=1e-9), name
+        elif isinstance(a[name], (int, bool, str, np.integer)):
+            assert a[name] == b[name], name
+
+
+def test_fitted_model_stores_nothing_per_private_record(binary):
+    """No per-instance figure on the fitted object; its pickle does not grow with n_private."""
+    X, y, mask = binary
+    assert not hasattr(AdaMixClassifier(epsilon=1.0, random_state=0)
+                       .fit(X, y, public_mask=mask), "per_instance_mu_")
+    sizes = []
+    for n_priv in (400, 1000):  # both pickle n_private_ as a 2-byte int
+        keep = mask | (np.cumsum(~mask) <= n_priv)
+        clf = AdaMixClassifier(epsilon=1.0, random_state=0).fit(X[keep], y[keep],
+                                                                public_mask=mask[keep])
+        assert clf.n_private_ == n_priv
+        sizes.append(len(pickle.dumps(clf)))
+    assert sizes[0] == sizes[1]
+
+
+def test_privacy_report_flags_kept_per_instance_figures(binary):
+    from sklearn_fdp import privacy_report
+
+    X, y, mask = binary
+    clf = AdaMixClassifier(epsilon=1.0, random_state=0).fit(X, y, public_mask=mask)
+    report = privacy_report(clf)
+    assert report.is_private and not report.warnings
+    # What a model fitted before the fix carries (or a user kept on purpose).
+    clf.per_instance_mu_ = np.full(clf.n_private_, 0.1)
+    report = privacy_report(clf)
+    assert not report.is_private
+    assert report.epsilon_rdp == math.inf
+    assert any("per_instance_mu_" in w and "NOT private" in w for w in report.warnings)
+    assert "per_instance_mu_" in str(report)
+
+
+def test_per_instance_epsilon_needs_iterates_and_the_training_data(binary):
+    X, y, mask = binary
+    plain = AdaMixClassifier(epsilon=1.0, random_state=0).fit(X, y, public_mask=mask)
+    assert not hasattr(plain, "iterates_")
+    with pytest.raises(ValueError, match="store_iterates=True"):
+        plain.per_instance_epsilon(X, y, public_mask=mask)
+    clf = AdaMixClassifier(epsilon=1.0, random_state=0, store_iterates=True)
+    clf.fit(X, y, public_mask=mask)
+    n_rows = X.shape[1] + 1
+    assert clf.iterates_.shape == (clf.steps_, n_rows, 1)
+    # The first step's gradients are taken at the publicly pretrained weights.
+    np.testing.assert_array_equal(clf.iterates_[0, :-1, 0], clf.pretrained_coef_[0])
+    np.testing.assert_array_equal(clf.coef_, plain.coef_)  # storing changes nothing
+    eps = clf.per_instance_epsilon(X, y, public_mask=mask)
+    assert eps.shape == (clf.n_private_,)
+    assert not any(a.startswith("per_instance") for a in vars(clf))
+    with pytest.raises(ValueError, match="1159 private records, the fit had 40 and 1160"):
+        clf.per_instance_epsilon(X[1:], y[1:], public_mask=mask[1:])
+    other = np.roll(mask, 1)  # other public rows: other clip thresholds
+    with pytest.raises(ValueError, match="differ from the fit"):
+        clf.per_instance_epsilon(X, y, public_mask=other)
+    with pytest.raises(ValueError, match="differ from the fit"):
+        clone(clf).set_params(clip_percentile=50.0).fit(X, y, public_mask=mask)\
+            .set_params(clip_percentile=90.0).per_instance_epsilon(X, y, public_mask=mask)
+
+
+def test_refit_drops_stale_per_record_attributes(binary):
+    X, y, mask = binary
+    clf = AdaMixClassifier(epsilon=1.0, random_state=0, store_iterates=True)
+    clf.fit(X, y, public_mask=mask)
+    clf.per_instance_mu_ = np.zeros(clf.n_private_)  # e.g. unpickled from an older version
+    clf.set_params(store_iterates=False).fit(X, y, public_mask=mask)
+    assert not hasattr(clf, "iterates_") and not hasattr(clf, "per_instance_mu_")
