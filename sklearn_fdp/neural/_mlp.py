@@ -219,12 +219,21 @@ class _Trainer:
     # -- public views and targets ---------------------------------------------
 
     def public_view(self, idx, gen):
-        """``x_pub`` for rows ``idx``: private columns padded with N(0, 1) or zeroed."""
+        """``x_pub`` for rows ``idx``: private columns padded with N(0, 1) or zeroed.
+
+        ``gen`` is the padding's source: a :class:`torch.Generator` on the
+        device, or a callable ``gen(idx, n_cols)`` returning the
+        ``(len(idx), n_cols)`` N(0, 1) padding.
+        """
         Xp = self.X[idx].clone()
         if len(self.private_idx):
             if self.pad:
-                Xp[:, self.private_idx] = self.torch.randn(
-                    (len(idx), len(self.private_idx)), generator=gen, device=self.device)
+                shape = (len(idx), len(self.private_idx))
+                if callable(gen):
+                    pad = gen(idx, shape[1]).to(device=self.device, dtype=Xp.dtype)
+                else:
+                    pad = self.torch.randn(shape, generator=gen, device=self.device)
+                Xp[:, self.private_idx] = pad
             else:
                 Xp[:, self.private_idx] = 0.0
         return Xp
@@ -749,14 +758,8 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
         pub_sample_rng, pub_pad_rng, priv_pad_rng = gens[_PUBLIC].spawn(3)
         init_rng, pre_sample_rng, pre_pad_rng = gens[_INIT].spawn(3)
 
-        n_classes = len(classes)
-        sizes = (n_features, *self._hidden_sizes(), n_classes)
-        module = _build_module(torch, sizes, self.activation,
-                               _torch_generator(torch, init_rng, "cpu"))
-        Y = np.eye(n_classes, dtype=np.float32)[y_index]
-        trainer = _Trainer(torch, module, X, Y, self.public_mask_, self.label_public_,
-                           self.public_loss, device, self.max_grad_norm, self.activation,
-                           self.per_example)
+        trainer = self._make_trainer(torch, X, y_index, len(classes), device, init_rng)
+        module = trainer.module
 
         lr, mu = float(self.learning_rate), float(self.momentum)
         if self.public_epochs > 0:  # Remark 2: public data only, no noise, free
@@ -796,6 +799,21 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
         self.delta_ = float(self.delta)
         self.accountant_ = accountant
         return self
+
+    def _make_trainer(self, torch, X, y_index, n_classes, device, init_rng):
+        """The network (initialised from ``init_rng``) and its :class:`_Trainer` on ``device``.
+
+        Needs the resolved feature split (``public_mask_``, ``label_public_``).
+        ``trainer.clipped_sum`` is the private batch's pre-noise release: the
+        sensitivity tests (``tests/sensitivity/test_mlp.py``) build it here.
+        """
+        sizes = (X.shape[1], *self._hidden_sizes(), n_classes)
+        module = _build_module(torch, sizes, self.activation,
+                               _torch_generator(torch, init_rng, "cpu"))
+        Y = np.eye(n_classes, dtype=np.float32)[y_index]
+        return _Trainer(torch, module, X, Y, self.public_mask_, self.label_public_,
+                        self.public_loss, device, self.max_grad_norm, self.activation,
+                        self.per_example)
 
     def _run_private(self, torch, trainer, n_samples, sampling_rate, steps, sigma, alpha,
                      accountant, gens, pub_sample_rng, pub_pad_rng, priv_pad_rng):
