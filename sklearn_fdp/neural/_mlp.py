@@ -165,6 +165,49 @@ _ACT_FUNCTIONS = {
 }
 
 
+def _sq_norms(v):
+    """Row-wise squared norms of a ``[m, k]`` tensor, accumulated in float64."""
+    v = v.double()
+    return (v * v).sum(1)
+
+
+def _orthogonal_pair(torch, d1, a1, d2, a2):
+    """``d1 a1ᵀ − d2 a2ᵀ`` (row-wise) as two Frobenius-orthogonal outer products.
+
+    With ``b`` the longer of ``a1, a2`` (per row) and ``c = other − β b``,
+    ``β = (b·other) / ‖b‖²`` (so ``|β| ≤ 1`` and ``c ⊥ b``):
+    ``d1 a1ᵀ − d2 a2ᵀ = u bᵀ + v cᵀ`` with ``u = d1 − β d2, v = −d2`` when
+    ``b = a1`` and ``u = β d1 − d2, v = d1`` when ``b = a2``. Computed in
+    float64, returned in the dtype of the inputs as ``[(u, b), (v, c)]``; the
+    rounding to that dtype leaves ``b·c`` at rounding level, and
+    :func:`_sq_norm_of_outer_sum` includes that cross term.
+    """
+    dtype = a1.dtype
+    a1d, a2d, d1d, d2d = a1.double(), a2.double(), d1.double(), d2.double()
+    n1, n2 = (a1d * a1d).sum(1), (a2d * a2d).sum(1)
+    first = (n1 >= n2)[:, None]
+    base = torch.where(first, a1d, a2d)
+    other = torch.where(first, a2d, a1d)
+    nb = torch.maximum(n1, n2)[:, None]
+    beta = torch.where(nb > 0, (base * other).sum(1, keepdim=True) / nb.clamp_min(1e-300),
+                       torch.zeros_like(nb))
+    perp = other - beta * base
+    u = torch.where(first, d1d - beta * d2d, beta * d1d - d2d)
+    v = torch.where(first, -d2d, d1d)
+    return [(u.to(dtype), base.to(dtype)), (v.to(dtype), perp.to(dtype))]
+
+
+def _sq_norm_of_outer_sum(pieces):
+    """Row-wise ``‖Σ_k U_k[i] V_k[i]ᵀ‖²_F`` in float64, cross terms included."""
+    sq = 0.0
+    for k, (u, v) in enumerate(pieces):
+        ud, vd = u.double(), v.double()
+        sq = sq + (ud * ud).sum(1) * (vd * vd).sum(1)
+        for u2, v2 in pieces[k + 1:]:
+            sq = sq + 2.0 * (ud * u2.double()).sum(1) * (vd * v2.double()).sum(1)
+    return sq
+
+
 class _Trainer:
     """The torch side of one fit: data on the device, losses, oracles, the loop."""
 
@@ -180,6 +223,7 @@ class _Trainer:
         self.Y = torch.as_tensor(Y, dtype=torch.float32, device=device)  # one-hot targets
         self.n_classes = Y.shape[1]
         self.private_idx = torch.as_tensor(np.flatnonzero(~public_mask), device=device)
+        self.public_idx = torch.as_tensor(np.flatnonzero(public_mask), device=device)
         self.label_public = bool(label_public)
         self.pad = public_loss == "gaussian_pad"
         self.C = float(max_grad_norm)
@@ -257,15 +301,48 @@ class _Trainer:
             return self.clipped_sum_outer(idx, pad_gen, diff)
         return self.clipped_sum_vmap(idx, pad_gen, diff)
 
+    def clip_factors(self, sq):
+        """Per-example clip factors ``min(1, C (1 − 4u) / norm)`` in the compute dtype.
+
+        ``sq`` holds the squared norms (float64) of exactly the per-example
+        tensors that are scaled and summed. The margin of four units in the
+        last place of the compute dtype absorbs the rounding of the factor
+        and of its products with the summed tensors, so each scaled
+        per-example gradient has norm ≤ C (issue 16 item 11).
+        """
+        dtype = self.X.dtype
+        u = float(self.torch.finfo(dtype).eps) / 2
+        norm = sq.clamp_min(0.0).sqrt()
+        factor = (self.C * (1.0 - 4.0 * u) / norm.clamp_min(1e-300)).clamp(max=1.0)
+        return factor.to(dtype)
+
     def clipped_sum_outer(self, idx, pad_gen, diff):
-        """Closed-form clipped sum for a stack of Linear layers (exact, no per-example tensor).
+        """Closed-form clipped sum for a stack of Linear layers (no per-example tensor).
 
         For a Linear layer with input ``a_i`` and output gradient ``δ_i`` the
-        per-example gradient is ``δ_i a_iᵀ`` (bias ``δ_i``); for ``ℓ − ℓ_pub``
-        it is ``δ_i a_iᵀ − δ'_i a'_iᵀ`` (primes: the public view), whose squared
-        norm is ``‖δ‖²‖a‖² + ‖δ'‖²‖a'‖² − 2 (δ·δ')(a·a')`` (+ ``‖δ − δ'‖²`` for
-        the bias). All ``δ`` come from one backward pass of the batch loss, and
-        the clipped sum is one matrix product per layer.
+        per-example gradient is ``δ_i a_iᵀ`` (bias ``δ_i``), of norm
+        ``‖δ_i‖ ‖a_i‖``. For ``ℓ − ℓ_pub`` it is ``δ_i a_iᵀ − δ'_i a'_iᵀ``
+        (primes: the public view). Its norm is NOT evaluated as
+        ``‖δ‖²‖a‖² + ‖δ'‖²‖a'‖² − 2 (δ·δ')(a·a')``: with large public columns
+        the two products are nearly equal and the subtraction loses the
+        private part (issue 16 item 4). Instead the gradient is split into
+        pieces that are orthogonal (Frobenius) and summed as such:
+
+        * first layer, public columns: ``x_pub = x`` there, so the block is
+          the single product ``(δ − δ') x_Pᵀ``;
+        * first layer, private columns, and every layer above (whose inputs
+          are hidden activations): Gram–Schmidt on the two inputs,
+          ``δ aᵀ − δ' a'ᵀ = u bᵀ + v cᵀ`` with ``b`` the longer of
+          ``a, a'`` and ``c ⊥ b`` (:func:`_orthogonal_pair`);
+        * biases: ``δ − δ'``.
+
+        The squared norm is accumulated in float64 from exactly the
+        (rounded) tensors that are then scaled and summed, with the cross
+        term of each Gram–Schmidt pair included (it is at rounding level),
+        so every summed per-example contribution has norm ≤ C, and no piece
+        is larger than the clipped gradient (no cancellation in the sum
+        either). All ``δ`` come from one backward pass of the batch loss;
+        the clipped sum is a few matrix products per layer.
         """
         torch = self.torch
         m = len(idx)
@@ -290,27 +367,45 @@ class _Trainer:
                 losses = torch.cat([losses[:m], -losses[m:]])
             deltas = torch.autograd.grad(losses.sum(), outputs)
         inputs = [a.detach() for a in inputs]
-        sq = torch.zeros(m, dtype=torch.float64, device=self.device)
-        for a, d in zip(inputs, deltas):
-            if diff:
-                a1, a2, d1, d2 = a[:m], a[m:], d[:m], -d[m:]
-                aa = (a1 * a2).sum(1).double()
-                dd = (d1 * d2).sum(1).double()
-                na1, na2 = a1.square().sum(1).double(), a2.square().sum(1).double()
-                nd1, nd2 = d1.square().sum(1).double(), d2.square().sum(1).double()
-                sq += nd1 * na1 + nd2 * na2 - 2 * dd * aa
-                sq += (d1 - d2).square().sum(1).double()
+
+        # Per layer: the bias term, and the weight blocks as (columns, [(U, V), ...]):
+        # the block's per-example gradient is Σ U_k[i] V_k[i]ᵀ.
+        layers = []
+        for j, (a, d) in enumerate(zip(inputs, deltas)):
+            if not diff:
+                layers.append((d, [(slice(None), [(d, a)])]))
+                continue
+            a1, a2, d1, d2 = a[:m], a[m:], d[:m], -d[m:]
+            bias = d1 - d2
+            if j == 0 and len(self.private_idx):
+                blocks = []
+                if len(self.public_idx):  # x_pub equals x on the public columns
+                    blocks.append((self.public_idx, [(bias, a1[:, self.public_idx])]))
+                q = self.private_idx
+                if self.pad:
+                    blocks.append((q, _orthogonal_pair(torch, d1, a1[:, q], d2, a2[:, q])))
+                else:  # "mask": x_pub is 0 on the private columns
+                    blocks.append((q, [(d1, a1[:, q])]))
             else:
-                sq += d.square().sum(1).double() * (a.square().sum(1).double() + 1.0)
-        norm = sq.clamp_min(0.0).sqrt()
-        factor = (self.C / norm.clamp_min(1e-30)).clamp(max=1.0).to(self.X.dtype)
-        if diff:
-            factor = torch.cat([factor, factor])
+                blocks = [(slice(None), _orthogonal_pair(torch, d1, a1, d2, a2))]
+            layers.append((bias, blocks))
+
+        sq = torch.zeros(m, dtype=torch.float64, device=self.device)
+        for bias, blocks in layers:
+            sq += _sq_norms(bias)
+            for _, pieces in blocks:
+                sq += _sq_norm_of_outer_sum(pieces)
+        factor = self.clip_factors(sq)[:, None]
+
         total = {}
-        for a, d, (wk, bk) in zip(inputs, deltas, self.linear_keys):
-            scaled = d * factor[:, None]
-            total[wk] = scaled.T @ a
-            total[bk] = scaled.sum(0)
+        for (bias, blocks), (wk, bk) in zip(layers, self.linear_keys):
+            total[bk] = (bias * factor).sum(0)
+            w = torch.zeros_like(self.params[wk])
+            for cols, pieces in blocks:
+                U = torch.cat([u * factor for u, _ in pieces])
+                V = torch.cat([v for _, v in pieces])
+                w[:, cols] = U.T @ V
+            total[wk] = w
         return total
 
     def clipped_sum_vmap(self, idx, pad_gen, diff):
@@ -320,8 +415,8 @@ class _Trainer:
         for start in range(0, len(idx), self.chunk):
             part = idx[start:start + self.chunk]
             g = self.per_example_grads(part, pad_gen, diff)
-            sq = sum(v.reshape(len(part), -1).square().sum(1) for v in g.values())
-            factor = (self.C / sq.sqrt().clamp_min(1e-30)).clamp(max=1.0)
+            sq = sum(_sq_norms(v.reshape(len(part), -1)) for v in g.values())
+            factor = self.clip_factors(sq)
             for k, v in g.items():
                 total[k] += torch.tensordot(factor, v, dims=1)
         return total
@@ -439,10 +534,12 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
         ``torch.func`` (``functional_call`` + ``vmap`` + ``grad``), which
         materialises per-example gradients in chunks. ``"outer"``: the
         closed form for Linear layers -- a per-example gradient is
-        ``δ_i a_iᵀ`` (a difference of two for ``ℓ − ℓ_pub``), so its norm
-        and the clipped sum need one batched backward pass and one matrix
-        product per layer; tens of times faster (see
-        ``benchmarks/bench_mlp.py``).
+        ``δ_i a_iᵀ`` (a difference of two for ``ℓ − ℓ_pub``, split into
+        orthogonal pieces so that its norm does not cancel), so its norm
+        and the clipped sum need one batched backward pass and a few matrix
+        products per layer; tens of times faster (see
+        ``benchmarks/bench_mlp.py``). Both clip every per-example gradient
+        to ``max_grad_norm · (1 − 4u)`` (``u``: float32's unit roundoff).
     random_state : int, RandomState instance or None, default=None
         Seeds the initialisation, the batches, the padding and the noise; on
         the CPU a fixed value reproduces the fit.
