@@ -214,3 +214,50 @@ def test_batch_neighbours_constant_and_onehot(per_example, method, kind, dtype):
         for label_public in (True, False):
             _check_all_neighbours(X, y, private_idx, per_example=per_example, method=method,
                                   public_loss=public_loss, label_public=label_public, C=0.05)
+
+
+# ---------------------------------------------------------------- item 5: secure padding
+
+
+def _first_private_padding(monkeypatch, noise, random_state=0):
+    """The Gaussian padding ``fit`` drew for the private batch of its first step.
+
+    The Poisson rate is 1 (``batch_size = n``), so the batch is every record
+    in both modes, and the first ``public_view`` call of the noisy loop is
+    the private batch's (the public batch's comes after it).
+    """
+    from sklearn_fdp.neural import _mlp
+
+    X, y, private_idx = _public_heavy(1.0, np.float64, n=20)
+    seen = []
+    original = _mlp._Trainer.public_view
+
+    def spy(self, idx, gen):
+        out = original(self, idx, gen)
+        seen.append(out[:, self.private_idx].clone())
+        return out
+
+    monkeypatch.setattr(_mlp._Trainer, "public_view", spy)
+    MLPFeatureDP(hidden_layer_sizes=(4,), private_features=list(private_idx),
+                 label_public=True, public_loss="gaussian_pad", method="alg1",
+                 epsilon=None, noise_multiplier=1.0, delta=1e-3, batch_size=len(X),
+                 epochs=1, device="cpu", random_state=random_state, noise=noise).fit(X, y)
+    monkeypatch.undo()
+    return seen[0].numpy()
+
+
+def test_secure_private_padding_is_not_reproducible_from_random_state(monkeypatch):
+    """Issue 16 item 5: with ``noise="secure"`` the private batch's padding was seeded.
+
+    Record ``k`` of the batch got row ``k`` of a padding sequence fixed by
+    ``random_state``: whoever knows it knows every padding, and removing one
+    early record shifts the padding of every later record, so the pre-noise
+    sum moves by far more than C. The padding is a private stream: with
+    ``noise="secure"`` it comes from the OS CSPRNG, like the noise.
+    """
+    default = [_first_private_padding(monkeypatch, "default") for _ in range(2)]
+    np.testing.assert_array_equal(default[0], default[1])  # the spy sees the padding
+    secure = [_first_private_padding(monkeypatch, "secure") for _ in range(2)]
+    assert secure[0].shape == default[0].shape
+    assert not np.any(secure[0] == secure[1]), "secure padding reproduced from random_state"
+    assert not np.any(secure[0] == default[0])
