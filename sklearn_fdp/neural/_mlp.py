@@ -38,7 +38,7 @@ from .. import accounting
 from .._engine import PoissonSampler, UniformSampler
 from .._engine._feature_dp import PUBLIC_LOSSES
 from .._progress import progress_reporter
-from .._random import NOISE_OPTIONS, spawn_generators
+from .._random import NOISE_OPTIONS, secure_if, spawn_generators
 from .._validation import (
     DELTA_CONSTRAINT,
     NEIGHBORING_CONSTRAINT,
@@ -100,6 +100,23 @@ def _torch_generator(torch, rng, device):
     gen = torch.Generator(device=device)
     gen.manual_seed(int(rng.integers(0, 2**63 - 1)))
     return gen
+
+
+class _SecurePad:
+    """N(0, 1) padding from a :class:`~sklearn_fdp._secure.SecureGenerator` (``noise="secure"``).
+
+    The padding of the private batch's ``ℓ_pub`` term is a private stream
+    (which record gets which draw follows the secret batch), so it is drawn
+    like the noise: on the CPU, in float64, from the OS CSPRNG;
+    :meth:`_Trainer.public_view` moves it to the device.
+    """
+
+    def __init__(self, torch, rng):
+        self.torch = torch
+        self.rng = rng
+
+    def __call__(self, idx, n_cols):
+        return self.torch.from_numpy(self.rng.standard_normal((len(idx), int(n_cols))))
 
 
 def _build_module(torch, sizes, activation, generator):
@@ -267,7 +284,7 @@ class _Trainer:
 
         ``gen`` is the padding's source: a :class:`torch.Generator` on the
         device, or a callable ``gen(idx, n_cols)`` returning the
-        ``(len(idx), n_cols)`` N(0, 1) padding.
+        ``(len(idx), n_cols)`` N(0, 1) padding (as :class:`_SecurePad`).
         """
         Xp = self.X[idx].clone()
         if len(self.private_idx):
@@ -551,7 +568,9 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
         Gaussian sampler hardened against floating-point attacks (four Box–Muller
         normals summed and halved, as in Opacus's ``secure_mode``); slower (user
         guide, "Secure noise"), and ``random_state`` no longer reproduces the fit
-        (it still seeds the initialisation, the public batches and the padding).
+        (it still seeds the initialisation, the public batches and their
+        padding; the padding of the private batch's ``ℓ_pub`` term comes from
+        the CSPRNG too).
         The accounting, and so ``epsilon_``, is the same.
     verbose : int, default=0
         Print, after every epoch, the mean training loss of that epoch's
@@ -613,8 +632,9 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
     (Thm. 5), the same event as :class:`~sklearn_fdp.DPSGDClassifier`'s. The
     public batches, their padding and the padding of the private batch's
     ``ℓ_pub`` term come from generators of their own, never the Poisson
-    sampler's (Prop. 3). Public pretraining reads public data only
-    (Remark 2). NOT protected: the public columns, the label when
+    sampler's (Prop. 3); with ``noise="secure"`` the private batch's padding
+    is drawn from the OS CSPRNG, like the noise. Public pretraining reads
+    public data only (Remark 2). NOT protected: the public columns, the label when
     ``label_public=True``, ``n``, the set of classes, and the training loss
     printed when ``verbose`` (a diagnostic computed on the private data).
     torch's generators are not cryptographically secure.
@@ -851,7 +871,8 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
         gens = spawn_generators(self.random_state, 4, noise=self.noise,
                                 private_streams=(_SAMPLE, _NOISE))
         # Three children of the public stream: public batches, their padding,
-        # and the padding of the private batch's ℓ_pub term (FDP Alg. 1).
+        # and the padding of the private batch's ℓ_pub term (FDP Alg. 1); with
+        # noise="secure" the last is replaced by the CSPRNG (a private stream).
         pub_sample_rng, pub_pad_rng, priv_pad_rng = gens[_PUBLIC].spawn(3)
         init_rng, pre_sample_rng, pre_pad_rng = gens[_INIT].spawn(3)
 
@@ -920,7 +941,12 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
         sampler = PoissonSampler(n_samples, sampling_rate, gens[_SAMPLE])
         secure = self.noise == "secure"
         noise_gen = None if secure else _torch_generator(torch, gens[_NOISE], device)
-        priv_pad_gen = _torch_generator(torch, priv_pad_rng, device) if diff else None
+        if not diff:
+            priv_pad_gen = None
+        elif secure:  # the private batch's padding is private: CSPRNG, on the CPU
+            priv_pad_gen = _SecurePad(torch, secure_if(priv_pad_rng, self.noise))
+        else:
+            priv_pad_gen = _torch_generator(torch, priv_pad_rng, device)
         if diff:
             pub_sampler = UniformSampler(n_samples, self.public_batch_size_, pub_sample_rng)
             pub_pad_gen = _torch_generator(torch, pub_pad_rng, device)
