@@ -16,6 +16,20 @@ network at the initial weights ``fit`` would start from), and the whole
 data set is the batch. The network computes in float32 whatever the input
 dtype, so the rounding slack is float32's.
 
+Two kinds of check. (1) Every record alone (``D = {x_i}`` against the
+empty batch or ``{x'_i}``), on every adversarial input (public scales
+1e-8 … 1e8, float32/float64, constant and one-hot protected columns): the
+clip itself, where issue 16 item 4 lived. (2) Whole batches, on well-scaled
+data (public scale ≤ 1, protected columns of order 1). Batches of
+public-dominated data are not checked against ``C`` + the summation slack,
+because they do not meet it in float32 on either path: the batched matrix
+products round one record's activations differently depending on the
+batch's shape, and when public columns dominate, ``∇ℓ − ∇ℓ_pub`` is
+ill-conditioned, so that rounding moves the *other* records' clipped
+gradients (removing one record moved the sum by up to 1.002 C at public scale
+1e4 and 3 C at 1e8 for 10 records; documented in docs/threat_model.md,
+"Inputs").
+
 Gaussian padding (``public_loss="gaussian_pad"``) of the private batch is
 secret (drawn from the secure generator with ``noise="secure"``): for the
 bound, record ``i`` keeps its own padding row in ``D`` and ``D'`` (the
@@ -25,15 +39,22 @@ padding is indeed not reproducible from ``random_state``.
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ._harness import SCALES, adversarial_dense, assert_sensitivity, remove_one, replace_columns, \
-    replace_label
+from ._harness import (
+    SCALES,
+    adversarial_dense,
+    assert_sensitivity,
+    remove_one,
+    replace_columns,
+    replace_label,
+)
 
 torch = pytest.importorskip("torch")
 
 from sklearn_fdp import MLPFeatureDP  # noqa: E402  (after the torch skip)
+from sklearn_fdp.neural import _mlp  # noqa: E402
 
 N_CLASSES = 3
 
@@ -184,7 +205,7 @@ def test_alg1_large_public_columns_float32(per_example, public_loss, scale, kind
                               alone=True)
 
 
-@settings(max_examples=40, deadline=None, derandomize=True)
+@settings(max_examples=100, deadline=None, derandomize=True)
 @given(data=adversarial_dense(n_rows=(2, 5)), config=CONFIGS)
 def test_every_record_contributes_at_most_C(data, config):
     """Every path, adversarial scales (1e-8 … 1e8), float32/float64, constant/one-hot columns."""
@@ -196,7 +217,7 @@ def test_every_record_contributes_at_most_C(data, config):
 # ---------------------------------------------------------------- batches
 
 
-@settings(max_examples=40, deadline=None, derandomize=True)
+@settings(max_examples=100, deadline=None, derandomize=True)
 @given(data=_well_scaled(), config=CONFIGS)
 def test_batch_neighbours(data, config):
     """Remove-one ≤ C, replace protected values / label ≤ 2C, on a whole batch."""
@@ -226,8 +247,6 @@ def _first_private_padding(monkeypatch, noise, random_state=0):
     in both modes, and the first ``public_view`` call of the noisy loop is
     the private batch's (the public batch's comes after it).
     """
-    from sklearn_fdp.neural import _mlp
-
     X, y, private_idx = _public_heavy(1.0, np.float64, n=20)
     seen = []
     original = _mlp._Trainer.public_view
