@@ -38,7 +38,7 @@ from .. import accounting
 from .._engine import PoissonSampler, UniformSampler
 from .._engine._feature_dp import PUBLIC_LOSSES
 from .._progress import progress_reporter
-from .._random import NOISE_OPTIONS, spawn_generators
+from .._random import NOISE_OPTIONS, secure_if, spawn_generators
 from .._validation import (
     DELTA_CONSTRAINT,
     NEIGHBORING_CONSTRAINT,
@@ -100,6 +100,23 @@ def _torch_generator(torch, rng, device):
     gen = torch.Generator(device=device)
     gen.manual_seed(int(rng.integers(0, 2**63 - 1)))
     return gen
+
+
+class _SecurePad:
+    """N(0, 1) padding from a :class:`~sklearn_fdp._secure.SecureGenerator` (``noise="secure"``).
+
+    The padding of the private batch's ``ℓ_pub`` term is a private stream
+    (which record gets which draw follows the secret batch), so it is drawn
+    like the noise: on the CPU, in float64, from the OS CSPRNG;
+    :meth:`_Trainer.public_view` moves it to the device.
+    """
+
+    def __init__(self, torch, rng):
+        self.torch = torch
+        self.rng = rng
+
+    def __call__(self, idx, n_cols):
+        return self.torch.from_numpy(self.rng.standard_normal((len(idx), int(n_cols))))
 
 
 def _build_module(torch, sizes, activation, generator):
@@ -165,6 +182,49 @@ _ACT_FUNCTIONS = {
 }
 
 
+def _sq_norms(v):
+    """Row-wise squared norms of a ``[m, k]`` tensor, accumulated in float64."""
+    v = v.double()
+    return (v * v).sum(1)
+
+
+def _orthogonal_pair(torch, d1, a1, d2, a2):
+    """``d1 a1ᵀ − d2 a2ᵀ`` (row-wise) as two Frobenius-orthogonal outer products.
+
+    With ``b`` the longer of ``a1, a2`` (per row) and ``c = other − β b``,
+    ``β = (b·other) / ‖b‖²`` (so ``|β| ≤ 1`` and ``c ⊥ b``):
+    ``d1 a1ᵀ − d2 a2ᵀ = u bᵀ + v cᵀ`` with ``u = d1 − β d2, v = −d2`` when
+    ``b = a1`` and ``u = β d1 − d2, v = d1`` when ``b = a2``. Computed in
+    float64, returned in the dtype of the inputs as ``[(u, b), (v, c)]``; the
+    rounding to that dtype leaves ``b·c`` at rounding level, and
+    :func:`_sq_norm_of_outer_sum` includes that cross term.
+    """
+    dtype = a1.dtype
+    a1d, a2d, d1d, d2d = a1.double(), a2.double(), d1.double(), d2.double()
+    n1, n2 = (a1d * a1d).sum(1), (a2d * a2d).sum(1)
+    first = (n1 >= n2)[:, None]
+    base = torch.where(first, a1d, a2d)
+    other = torch.where(first, a2d, a1d)
+    nb = torch.maximum(n1, n2)[:, None]
+    beta = torch.where(nb > 0, (base * other).sum(1, keepdim=True) / nb.clamp_min(1e-300),
+                       torch.zeros_like(nb))
+    perp = other - beta * base
+    u = torch.where(first, d1d - beta * d2d, beta * d1d - d2d)
+    v = torch.where(first, -d2d, d1d)
+    return [(u.to(dtype), base.to(dtype)), (v.to(dtype), perp.to(dtype))]
+
+
+def _sq_norm_of_outer_sum(pieces):
+    """Row-wise ``‖Σ_k U_k[i] V_k[i]ᵀ‖²_F`` in float64, cross terms included."""
+    sq = 0.0
+    for k, (u, v) in enumerate(pieces):
+        ud, vd = u.double(), v.double()
+        sq = sq + (ud * ud).sum(1) * (vd * vd).sum(1)
+        for u2, v2 in pieces[k + 1:]:
+            sq = sq + 2.0 * (ud * u2.double()).sum(1) * (vd * v2.double()).sum(1)
+    return sq
+
+
 class _Trainer:
     """The torch side of one fit: data on the device, losses, oracles, the loop."""
 
@@ -180,6 +240,7 @@ class _Trainer:
         self.Y = torch.as_tensor(Y, dtype=torch.float32, device=device)  # one-hot targets
         self.n_classes = Y.shape[1]
         self.private_idx = torch.as_tensor(np.flatnonzero(~public_mask), device=device)
+        self.public_idx = torch.as_tensor(np.flatnonzero(public_mask), device=device)
         self.label_public = bool(label_public)
         self.pad = public_loss == "gaussian_pad"
         self.C = float(max_grad_norm)
@@ -219,12 +280,21 @@ class _Trainer:
     # -- public views and targets ---------------------------------------------
 
     def public_view(self, idx, gen):
-        """``x_pub`` for rows ``idx``: private columns padded with N(0, 1) or zeroed."""
+        """``x_pub`` for rows ``idx``: private columns padded with N(0, 1) or zeroed.
+
+        ``gen`` is the padding's source: a :class:`torch.Generator` on the
+        device, or a callable ``gen(idx, n_cols)`` returning the
+        ``(len(idx), n_cols)`` N(0, 1) padding (as :class:`_SecurePad`).
+        """
         Xp = self.X[idx].clone()
         if len(self.private_idx):
             if self.pad:
-                Xp[:, self.private_idx] = self.torch.randn(
-                    (len(idx), len(self.private_idx)), generator=gen, device=self.device)
+                shape = (len(idx), len(self.private_idx))
+                if callable(gen):
+                    pad = gen(idx, shape[1]).to(device=self.device, dtype=Xp.dtype)
+                else:
+                    pad = self.torch.randn(shape, generator=gen, device=self.device)
+                Xp[:, self.private_idx] = pad
             else:
                 Xp[:, self.private_idx] = 0.0
         return Xp
@@ -248,15 +318,48 @@ class _Trainer:
             return self.clipped_sum_outer(idx, pad_gen, diff)
         return self.clipped_sum_vmap(idx, pad_gen, diff)
 
+    def clip_factors(self, sq):
+        """Per-example clip factors ``min(1, C (1 − 4u) / norm)`` in the compute dtype.
+
+        ``sq`` holds the squared norms (float64) of exactly the per-example
+        tensors that are scaled and summed. The margin of four units in the
+        last place of the compute dtype absorbs the rounding of the factor
+        and of its products with the summed tensors, so each scaled
+        per-example gradient has norm ≤ C (issue 16 item 11).
+        """
+        dtype = self.X.dtype
+        u = float(self.torch.finfo(dtype).eps) / 2
+        norm = sq.clamp_min(0.0).sqrt()
+        factor = (self.C * (1.0 - 4.0 * u) / norm.clamp_min(1e-300)).clamp(max=1.0)
+        return factor.to(dtype)
+
     def clipped_sum_outer(self, idx, pad_gen, diff):
-        """Closed-form clipped sum for a stack of Linear layers (exact, no per-example tensor).
+        """Closed-form clipped sum for a stack of Linear layers (no per-example tensor).
 
         For a Linear layer with input ``a_i`` and output gradient ``δ_i`` the
-        per-example gradient is ``δ_i a_iᵀ`` (bias ``δ_i``); for ``ℓ − ℓ_pub``
-        it is ``δ_i a_iᵀ − δ'_i a'_iᵀ`` (primes: the public view), whose squared
-        norm is ``‖δ‖²‖a‖² + ‖δ'‖²‖a'‖² − 2 (δ·δ')(a·a')`` (+ ``‖δ − δ'‖²`` for
-        the bias). All ``δ`` come from one backward pass of the batch loss, and
-        the clipped sum is one matrix product per layer.
+        per-example gradient is ``δ_i a_iᵀ`` (bias ``δ_i``), of norm
+        ``‖δ_i‖ ‖a_i‖``. For ``ℓ − ℓ_pub`` it is ``δ_i a_iᵀ − δ'_i a'_iᵀ``
+        (primes: the public view). Its norm is NOT evaluated as
+        ``‖δ‖²‖a‖² + ‖δ'‖²‖a'‖² − 2 (δ·δ')(a·a')``: with large public columns
+        the two products are nearly equal and the subtraction loses the
+        private part (issue 16 item 4). Instead the gradient is split into
+        pieces that are orthogonal (Frobenius) and summed as such:
+
+        * first layer, public columns: ``x_pub = x`` there, so the block is
+          the single product ``(δ − δ') x_Pᵀ``;
+        * first layer, private columns, and every layer above (whose inputs
+          are hidden activations): Gram–Schmidt on the two inputs,
+          ``δ aᵀ − δ' a'ᵀ = u bᵀ + v cᵀ`` with ``b`` the longer of
+          ``a, a'`` and ``c ⊥ b`` (:func:`_orthogonal_pair`);
+        * biases: ``δ − δ'``.
+
+        The squared norm is accumulated in float64 from exactly the
+        (rounded) tensors that are then scaled and summed, with the cross
+        term of each Gram–Schmidt pair included (it is at rounding level),
+        so every summed per-example contribution has norm ≤ C, and no piece
+        is larger than the clipped gradient (no cancellation in the sum
+        either). All ``δ`` come from one backward pass of the batch loss;
+        the clipped sum is a few matrix products per layer.
         """
         torch = self.torch
         m = len(idx)
@@ -281,27 +384,45 @@ class _Trainer:
                 losses = torch.cat([losses[:m], -losses[m:]])
             deltas = torch.autograd.grad(losses.sum(), outputs)
         inputs = [a.detach() for a in inputs]
-        sq = torch.zeros(m, dtype=torch.float64, device=self.device)
-        for a, d in zip(inputs, deltas):
-            if diff:
-                a1, a2, d1, d2 = a[:m], a[m:], d[:m], -d[m:]
-                aa = (a1 * a2).sum(1).double()
-                dd = (d1 * d2).sum(1).double()
-                na1, na2 = a1.square().sum(1).double(), a2.square().sum(1).double()
-                nd1, nd2 = d1.square().sum(1).double(), d2.square().sum(1).double()
-                sq += nd1 * na1 + nd2 * na2 - 2 * dd * aa
-                sq += (d1 - d2).square().sum(1).double()
+
+        # Per layer: the bias term, and the weight blocks as (columns, [(U, V), ...]):
+        # the block's per-example gradient is Σ U_k[i] V_k[i]ᵀ.
+        layers = []
+        for j, (a, d) in enumerate(zip(inputs, deltas)):
+            if not diff:
+                layers.append((d, [(slice(None), [(d, a)])]))
+                continue
+            a1, a2, d1, d2 = a[:m], a[m:], d[:m], -d[m:]
+            bias = d1 - d2
+            if j == 0 and len(self.private_idx):
+                blocks = []
+                if len(self.public_idx):  # x_pub equals x on the public columns
+                    blocks.append((self.public_idx, [(bias, a1[:, self.public_idx])]))
+                q = self.private_idx
+                if self.pad:
+                    blocks.append((q, _orthogonal_pair(torch, d1, a1[:, q], d2, a2[:, q])))
+                else:  # "mask": x_pub is 0 on the private columns
+                    blocks.append((q, [(d1, a1[:, q])]))
             else:
-                sq += d.square().sum(1).double() * (a.square().sum(1).double() + 1.0)
-        norm = sq.clamp_min(0.0).sqrt()
-        factor = (self.C / norm.clamp_min(1e-30)).clamp(max=1.0).to(self.X.dtype)
-        if diff:
-            factor = torch.cat([factor, factor])
+                blocks = [(slice(None), _orthogonal_pair(torch, d1, a1, d2, a2))]
+            layers.append((bias, blocks))
+
+        sq = torch.zeros(m, dtype=torch.float64, device=self.device)
+        for bias, blocks in layers:
+            sq += _sq_norms(bias)
+            for _, pieces in blocks:
+                sq += _sq_norm_of_outer_sum(pieces)
+        factor = self.clip_factors(sq)[:, None]
+
         total = {}
-        for a, d, (wk, bk) in zip(inputs, deltas, self.linear_keys):
-            scaled = d * factor[:, None]
-            total[wk] = scaled.T @ a
-            total[bk] = scaled.sum(0)
+        for (bias, blocks), (wk, bk) in zip(layers, self.linear_keys):
+            total[bk] = (bias * factor).sum(0)
+            w = torch.zeros_like(self.params[wk])
+            for cols, pieces in blocks:
+                U = torch.cat([u * factor for u, _ in pieces])
+                V = torch.cat([v for _, v in pieces])
+                w[:, cols] = U.T @ V
+            total[wk] = w
         return total
 
     def clipped_sum_vmap(self, idx, pad_gen, diff):
@@ -311,8 +432,8 @@ class _Trainer:
         for start in range(0, len(idx), self.chunk):
             part = idx[start:start + self.chunk]
             g = self.per_example_grads(part, pad_gen, diff)
-            sq = sum(v.reshape(len(part), -1).square().sum(1) for v in g.values())
-            factor = (self.C / sq.sqrt().clamp_min(1e-30)).clamp(max=1.0)
+            sq = sum(_sq_norms(v.reshape(len(part), -1)) for v in g.values())
+            factor = self.clip_factors(sq)
             for k, v in g.items():
                 total[k] += torch.tensordot(factor, v, dims=1)
         return total
@@ -430,10 +551,12 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
         ``torch.func`` (``functional_call`` + ``vmap`` + ``grad``), which
         materialises per-example gradients in chunks. ``"outer"``: the
         closed form for Linear layers -- a per-example gradient is
-        ``δ_i a_iᵀ`` (a difference of two for ``ℓ − ℓ_pub``), so its norm
-        and the clipped sum need one batched backward pass and one matrix
-        product per layer; tens of times faster (see
-        ``benchmarks/bench_mlp.py``).
+        ``δ_i a_iᵀ`` (a difference of two for ``ℓ − ℓ_pub``, split into
+        orthogonal pieces so that its norm does not cancel), so its norm
+        and the clipped sum need one batched backward pass and a few matrix
+        products per layer; tens of times faster (see
+        ``benchmarks/bench_mlp.py``). Both clip every per-example gradient
+        to ``max_grad_norm · (1 − 4u)`` (``u``: float32's unit roundoff).
     random_state : int, RandomState instance or None, default=None
         Seeds the initialisation, the batches, the padding and the noise; on
         the CPU a fixed value reproduces the fit.
@@ -445,7 +568,9 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
         Gaussian sampler hardened against floating-point attacks (four Box–Muller
         normals summed and halved, as in Opacus's ``secure_mode``); slower (user
         guide, "Secure noise"), and ``random_state`` no longer reproduces the fit
-        (it still seeds the initialisation, the public batches and the padding).
+        (it still seeds the initialisation, the public batches and their
+        padding; the padding of the private batch's ``ℓ_pub`` term comes from
+        the CSPRNG too).
         The accounting, and so ``epsilon_``, is the same.
     verbose : int, default=0
         Print, after every epoch, the mean training loss of that epoch's
@@ -507,8 +632,9 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
     (Thm. 5), the same event as :class:`~sklearn_fdp.DPSGDClassifier`'s. The
     public batches, their padding and the padding of the private batch's
     ``ℓ_pub`` term come from generators of their own, never the Poisson
-    sampler's (Prop. 3). Public pretraining reads public data only
-    (Remark 2). NOT protected: the public columns, the label when
+    sampler's (Prop. 3); with ``noise="secure"`` the private batch's padding
+    is drawn from the OS CSPRNG, like the noise. Public pretraining reads
+    public data only (Remark 2). NOT protected: the public columns, the label when
     ``label_public=True``, ``n``, the set of classes, and the training loss
     printed when ``verbose`` (a diagnostic computed on the private data).
     torch's generators are not cryptographically secure.
@@ -745,18 +871,13 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
         gens = spawn_generators(self.random_state, 4, noise=self.noise,
                                 private_streams=(_SAMPLE, _NOISE))
         # Three children of the public stream: public batches, their padding,
-        # and the padding of the private batch's ℓ_pub term (FDP Alg. 1).
+        # and the padding of the private batch's ℓ_pub term (FDP Alg. 1); with
+        # noise="secure" the last is replaced by the CSPRNG (a private stream).
         pub_sample_rng, pub_pad_rng, priv_pad_rng = gens[_PUBLIC].spawn(3)
         init_rng, pre_sample_rng, pre_pad_rng = gens[_INIT].spawn(3)
 
-        n_classes = len(classes)
-        sizes = (n_features, *self._hidden_sizes(), n_classes)
-        module = _build_module(torch, sizes, self.activation,
-                               _torch_generator(torch, init_rng, "cpu"))
-        Y = np.eye(n_classes, dtype=np.float32)[y_index]
-        trainer = _Trainer(torch, module, X, Y, self.public_mask_, self.label_public_,
-                           self.public_loss, device, self.max_grad_norm, self.activation,
-                           self.per_example)
+        trainer = self._make_trainer(torch, X, y_index, len(classes), device, init_rng)
+        module = trainer.module
 
         lr, mu = float(self.learning_rate), float(self.momentum)
         if self.public_epochs > 0:  # Remark 2: public data only, no noise, free
@@ -797,6 +918,21 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
         self.accountant_ = accountant
         return self
 
+    def _make_trainer(self, torch, X, y_index, n_classes, device, init_rng):
+        """The network (initialised from ``init_rng``) and its :class:`_Trainer` on ``device``.
+
+        Needs the resolved feature split (``public_mask_``, ``label_public_``).
+        ``trainer.clipped_sum`` is the private batch's pre-noise release: the
+        sensitivity tests (``tests/sensitivity/test_mlp.py``) build it here.
+        """
+        sizes = (X.shape[1], *self._hidden_sizes(), n_classes)
+        module = _build_module(torch, sizes, self.activation,
+                               _torch_generator(torch, init_rng, "cpu"))
+        Y = np.eye(n_classes, dtype=np.float32)[y_index]
+        return _Trainer(torch, module, X, Y, self.public_mask_, self.label_public_,
+                        self.public_loss, device, self.max_grad_norm, self.activation,
+                        self.per_example)
+
     def _run_private(self, torch, trainer, n_samples, sampling_rate, steps, sigma, alpha,
                      accountant, gens, pub_sample_rng, pub_pad_rng, priv_pad_rng):
         """The noisy steps (FDP Algorithm 1, or DP-SGD for "dpsgd"/"dp")."""
@@ -805,7 +941,12 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
         sampler = PoissonSampler(n_samples, sampling_rate, gens[_SAMPLE])
         secure = self.noise == "secure"
         noise_gen = None if secure else _torch_generator(torch, gens[_NOISE], device)
-        priv_pad_gen = _torch_generator(torch, priv_pad_rng, device) if diff else None
+        if not diff:
+            priv_pad_gen = None
+        elif secure:  # the private batch's padding is private: CSPRNG, on the CPU
+            priv_pad_gen = _SecurePad(torch, secure_if(priv_pad_rng, self.noise))
+        else:
+            priv_pad_gen = _torch_generator(torch, priv_pad_rng, device)
         if diff:
             pub_sampler = UniformSampler(n_samples, self.public_batch_size_, pub_sample_rng)
             pub_pad_gen = _torch_generator(torch, pub_pad_rng, device)
