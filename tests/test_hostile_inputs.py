@@ -492,12 +492,15 @@ def test_mlp_divergence_on_unscaled_data_raises(data, label_public):
     # which grows with the scale of X; when training diverges, fit raises
     # rather than storing non-finite weights (and a fitted model is kept).
     # (At 1e9 the weights now stay finite, ~1e21: the private clipped sum no
-    # longer turns NaN through the float32 closed-form norm, issue 16 item 4.)
+    # longer turns NaN through the float32 closed-form norm, issue 16 item 4;
+    # and public columns above MLPFeatureDP's MAX_PUBLIC_ABS train in float64,
+    # which stays finite at 1e12 too. 1e18 is near the largest scale whose
+    # squared row norms fit float32, which the MLP still requires.)
     X, y = data
     est = fit(make("MLPFeatureDP", label_public=label_public), X, y)
     state = _fitted_state(est)
     with pytest.raises(ValueError, match="diverged.*Scale the columns"):
-        fit(est, X * 1e12, y)
+        fit(est, X * 1e18, y)
     _assert_same_state(state, _fitted_state(est))
 
 

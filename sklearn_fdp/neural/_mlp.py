@@ -73,6 +73,24 @@ _PER_EXAMPLE_FLOATS = 1 << 25
 # Rows per forward pass in predict_proba.
 _PREDICT_BATCH = 8192
 
+# Largest |value| of a public column that Algorithm 1 trains on in float32
+# (above it, in float64: MLPFeatureDP._compute_dtype). Removing one record moved the other
+# records' clipped float32 gradients by 3e-7 C at public scale 10, 1e-6 C at
+# 30 and 3e-5 C at 100 (tests/sensitivity/test_mlp.py's batch check; the
+# rounding slack of a 10-record sum is 1.2e-5 C): up to 10, float32 is at rounding level.
+MAX_PUBLIC_ABS = 10.0
+
+
+def _max_abs_columns(X, cols):
+    """``max |X[:, cols]|`` without copying the selection whole (row blocks)."""
+    top = 0.0
+    step = max(1, (8 << 20) // max(1, len(cols) * X.itemsize))
+    for start in range(0, X.shape[0], step):
+        block = np.asarray(X[start:start + step])[:, cols]
+        if block.size:
+            top = max(top, float(np.max(np.abs(block))))
+    return top
+
 
 def _import_torch():
     try:
@@ -229,15 +247,17 @@ class _Trainer:
     """The torch side of one fit: data on the device, losses, oracles, the loop."""
 
     def __init__(self, torch, module, X, Y, public_mask, label_public, public_loss,
-                 device, max_grad_norm, activation, per_example):
+                 device, max_grad_norm, activation, per_example, dtype=None):
         from torch.func import functional_call, grad, vmap
+
+        dtype = torch.float32 if dtype is None else dtype
 
         self.torch = torch
         self.module = module
         self.device = device
         # A copy (never a view of the caller's array, which may be read-only).
-        self.X = torch.tensor(X, dtype=torch.float32, device=device)
-        self.Y = torch.as_tensor(Y, dtype=torch.float32, device=device)  # one-hot targets
+        self.X = torch.tensor(X, dtype=dtype, device=device)
+        self.Y = torch.as_tensor(Y, dtype=dtype, device=device)  # one-hot targets
         self.n_classes = Y.shape[1]
         self.private_idx = torch.as_tensor(np.flatnonzero(~public_mask), device=device)
         self.public_idx = torch.as_tensor(np.flatnonzero(public_mask), device=device)
@@ -245,8 +265,12 @@ class _Trainer:
         self.pad = public_loss == "gaussian_pad"
         self.C = float(max_grad_norm)
         # Target of the label-free public loss: the uniform prior.
-        self.prior = torch.full((self.n_classes,), 1.0 / self.n_classes, device=device)
-        self.params = {k: v.detach().clone().to(device) for k, v in module.named_parameters()}
+        self.prior = torch.full((self.n_classes,), 1.0 / self.n_classes, dtype=dtype,
+                                device=device)
+        # The working copy of the weights (float64 for Algorithm 1 on large public
+        # columns, MLPFeatureDP._compute_dtype); write_back casts to the module's float32.
+        self.params = {k: v.detach().clone().to(device=device, dtype=dtype)
+                       for k, v in module.named_parameters()}
         n_params = sum(v.numel() for v in self.params.values())
         self.chunk = max(1, _PER_EXAMPLE_FLOATS // n_params)
 
@@ -294,7 +318,7 @@ class _Trainer:
                     pad = gen(idx, shape[1]).to(device=self.device, dtype=Xp.dtype)
                 else:
                     pad = self.torch.randn(shape, generator=gen, device=self.device)
-                Xp[:, self.private_idx] = pad
+                Xp[:, self.private_idx] = pad.to(Xp.dtype)
             else:
                 Xp[:, self.private_idx] = 0.0
         return Xp
@@ -798,6 +822,27 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
             )
         return X, encoder.classes_, encoder.transform(y)
 
+    def _compute_dtype(self, X):
+        """``"float64"`` for Algorithm 1 on large public columns, else ``"float32"``.
+
+        The private gradient ``∇ℓ − ∇ℓ_pub`` of a record whose public columns
+        dominate is a small difference of two large quantities. Each record's
+        own clipped contribution is bounded exactly on every path, but the
+        rounding of the *other* records' forward passes depends on the batch
+        they share (matrix products block by batch size), and that rounding,
+        amplified by the cancellation, moves their clipped gradients when one
+        record is removed. In float32 that reached 1.00003·C at public scale
+        1e2, 1.002·C at 1e4 and 3.4·C at 1e8; in float64 it stays at the
+        rounding level (~1e-15 C). So a fit whose public columns exceed
+        ``MAX_PUBLIC_ABS`` trains in float64 (about twice the cost). The
+        check reads public columns only (released by declaration): it costs
+        no privacy.
+        """
+        if self.method != "alg1" or not self.public_mask_.any():
+            return "float32"
+        top = _max_abs_columns(X, np.flatnonzero(self.public_mask_))
+        return "float64" if top > MAX_PUBLIC_ABS else "float32"
+
     def _resolve_features(self, n_features, batch_size, n_samples):
         name = type(self).__name__
         if self.method == "dp":
@@ -929,9 +974,10 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
         module = _build_module(torch, sizes, self.activation,
                                _torch_generator(torch, init_rng, "cpu"))
         Y = np.eye(n_classes, dtype=np.float32)[y_index]
+        dtype = getattr(torch, self._compute_dtype(X))
         return _Trainer(torch, module, X, Y, self.public_mask_, self.label_public_,
                         self.public_loss, device, self.max_grad_norm, self.activation,
-                        self.per_example)
+                        self.per_example, dtype=dtype)
 
     def _run_private(self, torch, trainer, n_samples, sampling_rate, steps, sigma, alpha,
                      accountant, gens, pub_sample_rng, pub_pad_rng, priv_pad_rng):

@@ -20,15 +20,15 @@ Two kinds of check. (1) Every record alone (``D = {x_i}`` against the
 empty batch or ``{x'_i}``), on every adversarial input (public scales
 1e-8 … 1e8, float32/float64, constant and one-hot protected columns): the
 clip itself, where issue 16 item 4 lived. (2) Whole batches, on well-scaled
-data (public scale ≤ 1, protected columns of order 1). Batches of
-public-dominated data are not checked against ``C`` + the summation slack,
-because they do not meet it in float32 on either path: the batched matrix
-products round one record's activations differently depending on the
-batch's shape, and when public columns dominate, ``∇ℓ − ∇ℓ_pub`` is
-ill-conditioned, so that rounding moves the *other* records' clipped
-gradients (removing one record moved the sum by up to 1.002 C at public scale
-1e4 and 3 C at 1e8 for 10 records; documented in docs/threat_model.md,
-"Inputs").
+data (public scale ≤ 1, protected columns of order 1), and on public-dominated
+data above ``MAX_PUBLIC_ABS``, where Algorithm 1 trains in float64. In float32
+whole batches of public-dominated data do not meet ``C`` + the summation
+slack on either path: the batched matrix products round one record's
+activations differently depending on the batch's shape, and when public
+columns dominate, ``∇ℓ − ∇ℓ_pub`` is ill-conditioned, so that rounding moves
+the *other* records' clipped gradients (removing one record moved the sum by
+up to 1.002 C at public scale 1e4 and 3.4 C at 1e8 for 10 records). That is
+why MLPFeatureDP._compute_dtype switches to float64 there.
 
 Gaussian padding (``public_loss="gaussian_pad"``) of the private batch is
 secret (drawn from the secure generator with ``noise="secure"``): for the
@@ -280,3 +280,28 @@ def test_secure_private_padding_is_not_reproducible_from_random_state(monkeypatc
     assert secure[0].shape == default[0].shape
     assert not np.any(secure[0] == secure[1]), "secure padding reproduced from random_state"
     assert not np.any(secure[0] == default[0])
+
+
+@pytest.mark.parametrize("per_example", ["outer", "vmap"])
+@pytest.mark.parametrize("scale", [1e2, 1e4, 1e8])
+def test_batch_neighbours_large_public_columns(per_example, scale):
+    """Whole batches on public-dominated data: Algorithm 1 switches to float64 there.
+
+    In float32 removing one record moved the *other* records' clipped
+    gradients (batch-dependent rounding, amplified by the cancellation in
+    ``∇ℓ − ∇ℓ_pub``) up to 3.4·C at scale 1e8; above ``MAX_PUBLIC_ABS`` the
+    trainer computes in float64, where the check holds at float64's slack.
+    """
+    from sklearn_fdp.neural._mlp import MAX_PUBLIC_ABS
+
+    assert scale > MAX_PUBLIC_ABS
+    X, y, private_idx = _public_heavy(scale, np.float32)
+    est = _estimator(per_example, "alg1", "mask", True, private_idx, 1.0, "relu")
+    n = X.shape[0]
+    base = _release(est, X, y, np.zeros((n, len(private_idx))))
+    assert est._compute_dtype(X) == "float64"
+    for i in range(n):
+        X2, y2 = remove_one(X, y, i)
+        r = _release(est, X2, y2, np.zeros((n - 1, len(private_idx))))
+        assert_sensitivity(base, r, 1.0, n_terms=2 * n, clip=1.0, dtype=np.float64,
+                           what=f"{per_example}, scale {scale:g}, record {i}")
