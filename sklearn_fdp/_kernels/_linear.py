@@ -213,29 +213,6 @@ def csr_clipped_sum(indptr, indices, data, idx, y, theta, code, fit_intercept, x
 
 
 @njit(cache=True)
-def outer_difference_norms(a_sq, b, c_sq, d, ac, out):
-    """``‖a_i b_iᵀ − c_i d_iᵀ‖`` per row from the closed form.
-
-    ``‖a bᵀ − c dᵀ‖² = ‖a‖²‖b‖² + ‖c‖²‖d‖² − 2 (a·c)(b·d)``, with
-    ``a_sq = ‖a_i‖²``, ``c_sq = ‖c_i‖²`` and ``ac = a_i · c_i`` given per row
-    (they involve the long feature vectors, computed once by the caller)
-    and the short residuals ``b``, ``d`` (m × k) given in full. Rounding can
-    make the difference slightly negative; it is floored at zero.
-    """
-    m, k = b.shape
-    for i in range(m):
-        bb = 0.0
-        dd = 0.0
-        bd = 0.0
-        for col in range(k):
-            bb += b[i, col] * b[i, col]
-            dd += d[i, col] * d[i, col]
-            bd += b[i, col] * d[i, col]
-        sq = a_sq[i] * bb + c_sq[i] * dd - 2.0 * ac[i] * bd
-        out[i] = math.sqrt(sq) if sq > 0.0 else 0.0
-
-
-@njit(cache=True)
 def clip_factors(norms, clip, out):
     """``out[i] = min(1, clip / norms[i])`` (1 for a zero norm)."""
     for i in range(norms.shape[0]):
