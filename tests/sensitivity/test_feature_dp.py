@@ -331,3 +331,66 @@ def test_label_dp_statistic_with_extreme_feature_scales(dtype, scale, k):
         check_statistic_neighbours(X, y, clip=1.0, relation="remove", i=i)
         check_statistic_neighbours(X, y, clip=1.0, relation="replace", i=i,
                                    new_label=(y[i] + 1) % k)
+
+
+# -- secure mode: the private batch's Gaussian padding (issue 16 item 5) ------------------
+
+
+def _padding_problem(dtype=np.float64):
+    X, y, private_idx = _large_public_scale(30, 5, 2, 1.0, dtype, 2, seed=3)
+    theta = np.random.default_rng(4).standard_normal((6, 1))
+    theta[private_idx] *= 5.0  # the public view's scores depend on the padding
+    return X, y, private_idx, theta
+
+
+def _secure_estimator(private_idx, label_public=True):
+    # noise="secure" with a random_state the attacker knows (e.g. published).
+    return _estimator(private_idx, method="alg1", label_public=label_public,
+                      public_loss="gaussian_pad", neighboring="add_remove", clip=0.5,
+                      noise="secure", random_state=0)
+
+
+def _first_padding(inputs, p):
+    return inputs["oracle"].pad_rng.standard_normal((4, p))
+
+
+@pytest.mark.parametrize("label_public", [True, False])
+def test_secure_mode_private_padding_is_not_seeded_by_random_state(label_public):
+    # The private batch's padding enters the private sum: it is a private
+    # stream, drawn from the OS CSPRNG in secure mode like the noise and the
+    # batch coins, so two fits with the same random_state do not share it.
+    from sklearn_fdp._secure import SecureGenerator
+
+    X, y, private_idx, _ = _padding_problem()
+    est = _secure_estimator(private_idx, label_public)
+    a, b = engine_inputs(est, X, y), engine_inputs(est, X, y)
+    assert isinstance(a["oracle"].pad_rng, SecureGenerator)
+    assert not np.array_equal(_first_padding(a, 2), _first_padding(b, 2))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("label_public", [True, False])
+def test_secure_mode_remove_one_under_the_coupling_the_attacker_can_use(dtype, label_public):
+    # With noise="secure" and a known random_state the attacker regenerates
+    # every stream that random_state seeds. If the private batch's padding is
+    # one of them, the valid coupling of D and D' = D minus record 0 is "same
+    # seeds": every later record gets its predecessor's padding, and one
+    # step's sensitivity was 2.9 C (issue 16 item 5). If it is secret, each
+    # record keeps its own padding (conditional on the padding, the change is
+    # the removed record's clipped term).
+    X, y, private_idx, theta = _padding_problem(dtype)
+    est = _secure_estimator(private_idx, label_public)
+    known = np.array_equal(_first_padding(engine_inputs(est, X, y), 2),
+                           _first_padding(engine_inputs(est, X, y), 2))
+    X2, y2 = remove_one(X, y, 0)
+    a, b = engine_inputs(est, X, y), engine_inputs(est, X2, y2)
+    C = a["config"].max_grad_norm
+    if known:  # the attacker's coupling: the streams random_state seeds, as the fit draws them
+        ra = a["oracle"](np.arange(30), theta.astype(dtype))
+        rb = b["oracle"](np.arange(29), theta.astype(dtype))
+    else:
+        padding = np.random.default_rng(5).standard_normal((30, 2))
+        ra = _release_engine(a, theta, padding)
+        rb = _release_engine(b, theta, np.delete(padding, 0, axis=0))
+    assert_sensitivity(ra, rb, C, n_terms=30, clip=C, dtype=dtype,
+                       what=f"secure gaussian_pad, padding known={known}")
