@@ -32,14 +32,19 @@ norms were bounded: ``X_Pᵀ(c ⊙ (R − R_pub))`` on the public block, and
 
 Random streams: Gaussian padding is data-independent noise. The padding of
 the *private* batch's ``ℓ_pub`` term and that of the *public* batch come from
-two separate generators (both spawned from the public stream), and the public
-batches from a third. So neither the public batches nor their padding ever
-depend on how many records the Poisson sampler drew (Prop. 3: the public
-computation must not share coins with the private sampling). Conditional on
-the sampling coins, the private batch's padding is i.i.d. N(0, 1) exactly as
-if every record had been given its own padding in advance, so each step is
-a mixture (over data-independent padding) of Poisson-subsampled Gaussian
-mechanisms with per-example sensitivity ``max_grad_norm``, accounted as one.
+two separate generators, and the public batches from a third. So neither the
+public batches nor their padding ever depend on how many records the Poisson
+sampler drew (Prop. 3: the public computation must not share coins with the
+private sampling). Conditional on the sampling coins, the private batch's
+padding is i.i.d. N(0, 1) exactly as if every record had been given its own
+padding in advance, so each step is a mixture (over data-independent padding)
+of Poisson-subsampled Gaussian mechanisms with per-example sensitivity
+``max_grad_norm``, accounted as one. That argument needs the padding to be
+*secret*: an attacker who can regenerate it couples D and D' (one record
+removed) with every later record's padding shifted by one, and the private
+sum moves by several ``max_grad_norm``. So the private batch's padding is a
+private stream (the estimator passes a :class:`~sklearn_fdp._secure.SecureGenerator`
+with ``noise="secure"``); the public batch's padding is public.
 """
 
 import numpy as np
@@ -236,9 +241,10 @@ class FeatureDPPrivateOracle:
     fit_intercept : bool
     max_grad_norm : float
         Clip norm ``C`` (``np.inf``: no clipping, for tests).
-    pad_rng : numpy.random.Generator or None
+    pad_rng : numpy.random.Generator, SecureGenerator or None
         Stream of the padding of the private batch's ``ℓ_pub`` term (needed
-        for ``"gaussian_pad"``); nothing else may draw from it.
+        for ``"gaussian_pad"``); nothing else may draw from it. A private
+        stream: it must be as secret as the noise (see the module docstring).
     """
 
     def __init__(self, X, y, loss, public_mask, label_public, public_loss, fit_intercept,
