@@ -51,7 +51,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit, softmax
 
-from .._kernels import clip_factors
+from .._kernels import clip_factors, clip_target
 from .._outofcore import is_row_source
 from ._linear import squared_row_norms, take_rows
 from ._samplers import UniformSampler
@@ -80,12 +80,12 @@ def column_subset_squared_norms(X, cols):
     step = max(2, _NORM_BLOCK_BYTES // max(1, len(cols) * X.itemsize))
     if step >= n:
         return squared_row_norms(X[:, cols])
-    out = np.empty(n, dtype=np.result_type(X.dtype, np.float32))
+    out = np.empty(n, dtype=np.float64)
     start = 0
     while start < n:
         stop = n if n - (start + step) < 2 else start + step
         sub = X[start:stop][:, cols]
-        out[start:stop] = np.einsum("ij,ij->i", sub, sub)
+        out[start:stop] = np.einsum("ij,ij->i", sub, sub, dtype=np.float64)
         start = stop
     return out
 
@@ -298,7 +298,8 @@ class FeatureDPPrivateOracle:
         if np.isfinite(self.max_grad_norm):
             norms = np.sqrt(private_gradient_norms_sq(self.view.public_norm_sq(idx), D, R,
                                                       R_pub, Xq, G))
-            clip_factors(norms, self.max_grad_norm, scale)
+            # Aimed a few ulp below C in θ's dtype, the public block's (issue 16 item 11).
+            clip_factors(norms, clip_target(self.max_grad_norm, theta.dtype), scale)
         scale = scale[:, None]
         # Sum exactly the vectors whose norms were bounded. Public block
         # x_P (c (r − r_pub))ᵀ: one product in θ's dtype (the private rows of

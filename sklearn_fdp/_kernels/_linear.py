@@ -95,27 +95,57 @@ def residual_row(z, yi, code, r):
     return 0.0
 
 
+# Clipping aims this many machine epsilons (of the dtype the clipped vectors
+# are stored and summed in) below the clip norm C. A factor C / ‖g‖ computed
+# in floating point leaves ‖c g‖ = C (1 + O(ulp)) — above C about half of the
+# time, and more once the vector is rounded to float32 — while the accountant
+# assumes ≤ C. The margin absorbs the rounding of the norm (a few units for
+# short vectors), of the factor, of c g and of its cast to the dtype (issue 16
+# item 11). It changes clipped values in their last few bits only.
+CLIP_MARGIN_EPS = 4
+
+
+def clip_target(clip, dtype):
+    """The norm clip factors aim at: ``clip (1 − CLIP_MARGIN_EPS · eps(dtype))``.
+
+    ``dtype`` is the one the clipped vectors are stored and summed in; ``inf``
+    stays ``inf``. The same arithmetic as the kernels' ``_clip_target``.
+    """
+    return float(clip) * (1.0 - CLIP_MARGIN_EPS * float(np.finfo(dtype).eps))
+
+
 @njit(cache=True, inline="always")
-def _clip_factor(norm_sq, clip):
-    """``min(1, clip / norm)``; 1 for a zero gradient or ``clip = inf``."""
+def _clip_target(clip, like):
+    """:func:`clip_target` for the dtype of the array ``like`` (inside kernels)."""
+    return clip * (1.0 - CLIP_MARGIN_EPS * np.finfo(like.dtype).eps)
+
+
+@njit(cache=True, inline="always")
+def _clip_factor(norm_sq, target):
+    """``min(1, target / norm)``; 1 for a zero gradient or ``target = inf``.
+
+    ``target`` is the clip norm shrunk by :func:`_clip_target`, never the
+    bare ``C``: ``target / norm`` itself rounds up as often as down.
+    """
     if norm_sq <= 0.0:
         return 1.0
     norm = math.sqrt(norm_sq)
-    if norm <= clip:
+    if norm <= target:
         return 1.0
-    return clip / norm
+    return target / norm
 
 
 @njit(cache=True, inline="always")
-def _clipped_residual_row(z, yi, code, x_norm_sq_i, clip, r):
+def _clipped_residual_row(z, yi, code, x_norm_sq_i, target, r):
     """``r = c r(z)``, the clipped residual of one row; False when it is zero.
 
-    ``c = min(1, clip / (‖x~‖ ‖r‖))`` with ``x_norm_sq_i = ‖x~‖²``.
+    ``c = min(1, target / (‖x~‖ ‖r‖))`` with ``x_norm_sq_i = ‖x~‖²`` and
+    ``target`` from :func:`_clip_target`.
     """
     rsq = residual_row(z, yi, code, r)
     if rsq == 0.0:
         return False
-    s = _clip_factor(x_norm_sq_i * rsq, clip)
+    s = _clip_factor(x_norm_sq_i * rsq, target)
     for c in range(r.shape[0]):
         r[c] *= s
     return True
@@ -128,7 +158,9 @@ def clip_residuals(Z, y, code, x_norm_sq, clip):
     Row ``i`` becomes ``c_i r_i`` with ``c_i = min(1, clip / (‖x~_i‖ ‖r_i‖))``
     (``x_norm_sq[i] = ‖x~_i‖²``, intercept included), so that the clipped
     sum is ``X~ᵀ Z`` afterwards. Used by the BLAS path for wide ``k``.
+    ``clip`` is aimed at in ``Z``'s dtype (:func:`clip_target`).
     """
+    clip = _clip_target(clip, Z)
     m, k = Z.shape
     z = np.empty(k)
     r = np.empty(k)
@@ -145,8 +177,10 @@ def dense_clipped_sum(X, idx, y, theta, code, fit_intercept, x_norm_sq, clip, ou
     """Add ``Σ_{i ∈ idx} clip(x~_i r_iᵀ)`` to ``out`` for dense ``X``, fused.
 
     ``theta`` is ``(d + fit_intercept) × k``, its last row the intercept.
-    ``x_norm_sq[i] = ‖x~_i‖²`` over *all* rows of ``X``.
+    ``x_norm_sq[i] = ‖x~_i‖²`` over *all* rows of ``X``. ``clip`` is aimed
+    at in ``out``'s dtype (:func:`clip_target`).
     """
+    clip = _clip_target(clip, out)
     d = X.shape[1]
     k = theta.shape[1]
     z = np.empty(k)
@@ -187,6 +221,7 @@ def dense_clipped_sum(X, idx, y, theta, code, fit_intercept, x_norm_sq, clip, ou
 def csr_clipped_sum(indptr, indices, data, idx, y, theta, code, fit_intercept, x_norm_sq,
                     clip, out):
     """:func:`dense_clipped_sum` for a CSR matrix given by its three arrays."""
+    clip = _clip_target(clip, out)
     d = theta.shape[0] - (1 if fit_intercept else 0)
     k = theta.shape[1]
     z = np.empty(k)
@@ -213,10 +248,16 @@ def csr_clipped_sum(indptr, indices, data, idx, y, theta, code, fit_intercept, x
 
 
 @njit(cache=True)
-def clip_factors(norms, clip, out):
-    """``out[i] = min(1, clip / norms[i])`` (1 for a zero norm)."""
+def clip_factors(norms, target, out):
+    """``out[i] = min(1, target / norms[i])`` (1 for a zero norm).
+
+    ``target`` is :func:`clip_target` of the clip norm and of the dtype the
+    clipped vectors are stored and summed in (the caller knows it; ``norms``
+    and ``out`` are float64).
+    """
     for i in range(norms.shape[0]):
-        out[i] = _clip_factor(norms[i] * norms[i], clip) if norms[i] > 0.0 else 1.0
+        norm = norms[i]
+        out[i] = 1.0 if not norm > target else target / norm
 
 
 # Rows ahead of the copy that ``gather_rows`` prefetches (see ``_prefetch``).
