@@ -50,7 +50,7 @@ def _rows(draw):
     return X, k, theta.astype(dtype), rng
 
 
-_SETTINGS = settings(max_examples=60, deadline=None, derandomize=True)
+_SETTINGS = settings(max_examples=150, deadline=None, derandomize=True)
 
 
 @pytest.mark.parametrize("path", ["blas", "fused", "csr"])

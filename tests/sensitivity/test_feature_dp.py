@@ -189,7 +189,7 @@ def _new_private_values(draw, m, dtype):
     return v
 
 
-_SETTINGS = settings(max_examples=40, deadline=None, derandomize=True)
+_SETTINGS = settings(max_examples=150, deadline=None, derandomize=True)
 _CLIPS = (0.5, 1e-3, 3.0)
 
 
