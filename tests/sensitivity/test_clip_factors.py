@@ -28,7 +28,8 @@ def assert_norm_at_most(v, clip, what=""):
     computed = float(np.linalg.norm(v64))
     assert computed <= clip, f"{what}: ‖v‖ = {computed!r} > C = {clip!r}"
     exact = sum(Fraction(float(t)) ** 2 for t in v64)
-    assert exact <= Fraction(clip) ** 2, f"{what}: exact ‖v‖² - C² = {float(exact - Fraction(clip) ** 2)!r}"
+    excess = exact - Fraction(clip) ** 2
+    assert excess <= 0, f"{what}: exact ‖v‖² − C² = {float(excess)!r} > 0"
 
 
 # Scales of the data: random, huge and tiny norms (float32 rows must keep finite squared norms).
