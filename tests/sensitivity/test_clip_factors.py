@@ -139,3 +139,21 @@ def test_lazy_clipped_residuals_rows_times_features_are_at_most_C(rows, clip):
     Xt = np.hstack([X.astype(np.float64), np.ones((n, 1))])
     for i in range(n):
         assert_norm_at_most(np.outer(Xt[i], R[i]), clip, f"lazy/{X.dtype}")
+
+
+@pytest.mark.parametrize("path", ["blas", "fused", "csr"])
+@pytest.mark.parametrize("d", [2_000, 20_000])
+def test_wide_rows_clipped_gradient_is_at_most_C(path, d):
+    # The float64 norm of a wide row is a sum of d squares, whose rounding
+    # grows with d: a margin of a few eps alone left |v| above C by 1.3e-15
+    # relative at d = 20,000.
+    rng = np.random.default_rng(d)
+    X = rng.standard_normal((6, d)) * rng.uniform(0.1, 10, (6, 1))
+    lin = LinearLoss("log_loss", 1)
+    y = lin.encode(rng.integers(0, 2, 6))
+    theta = rng.standard_normal((d + 1, 1)) / np.sqrt(d)
+    oracle = LinearGradientOracle(sp.csr_matrix(X) if path == "csr" else X, y, lin, True, 0.5)
+    if path != "csr":
+        oracle.path = path
+    for i in range(6):
+        assert_norm_at_most(oracle(np.array([i]), theta), 0.5, f"{path}/d={d}")
