@@ -298,8 +298,11 @@ class FeatureDPPrivateOracle:
         if np.isfinite(self.max_grad_norm):
             norms = np.sqrt(private_gradient_norms_sq(self.view.public_norm_sq(idx), D, R,
                                                       R_pub, Xq, G))
-            # Aimed a few ulp below C in θ's dtype, the public block's (issue 16 item 11).
-            clip_factors(norms, clip_target(self.max_grad_norm, theta.dtype), scale)
+            # Aimed a few ulp below C in θ's dtype, the public block's, for
+            # norms made of about d + 1 + 2k squares (issue 16 item 11).
+            target = clip_target(self.max_grad_norm, theta.dtype,
+                                 theta.shape[0] + 2 * theta.shape[1])
+            clip_factors(norms, target, scale)
         scale = scale[:, None]
         # Sum exactly the vectors whose norms were bounded. Public block
         # x_P (c (r − r_pub))ᵀ: one product in θ's dtype (the private rows of

@@ -217,7 +217,7 @@ class LinearGradientOracle:
             if self.fit_intercept:
                 Z += theta[d]
             clip_residuals(Z, self.y_kernel[idx], self.code, self.x_norm_sq[idx],
-                           self.max_grad_norm)
+                           self.max_grad_norm, theta.shape[0])
             np.matmul(Xb.T, Z, out=out[:d])
             if self.fit_intercept:
                 Z.sum(axis=0, out=out[d])

@@ -95,29 +95,35 @@ def residual_row(z, yi, code, r):
     return 0.0
 
 
-# Clipping aims this many machine epsilons (of the dtype the clipped vectors
-# are stored and summed in) below the clip norm C. A factor C / ‖g‖ computed
-# in floating point leaves ‖c g‖ = C (1 + O(ulp)) — above C about half of the
-# time, and more once the vector is rounded to float32 — while the accountant
-# assumes ≤ C. The margin absorbs the rounding of the norm (a few units for
-# short vectors), of the factor, of c g and of its cast to the dtype (issue 16
-# item 11). It changes clipped values in their last few bits only.
+# Clipping aims below the clip norm C: a factor C / ‖g‖ computed in floating
+# point leaves ‖c g‖ = C (1 + O(ulp)) — above C about half of the time, and
+# more once the vector is rounded to float32 — while the accountant assumes
+# ≤ C (issue 16 item 11). The margin is CLIP_MARGIN_EPS machine epsilons of
+# the dtype the clipped vectors are stored and summed in (the rounding of the
+# factor, of c g and of its cast to that dtype), plus one float64 epsilon per
+# term of the float64 norm computation (``n_terms``: the squares summed, d + 1
+# features and k residuals; a bound on the rounding of a sum of positive
+# terms in any order). It changes clipped values in their last bits only.
 CLIP_MARGIN_EPS = 4
+_EPS64 = float(np.finfo(np.float64).eps)
 
 
-def clip_target(clip, dtype):
-    """The norm clip factors aim at: ``clip (1 − CLIP_MARGIN_EPS · eps(dtype))``.
+def clip_target(clip, dtype, n_terms=0):
+    """The norm clip factors aim at: ``clip (1 − 4 eps(dtype) − n_terms eps64)``.
 
-    ``dtype`` is the one the clipped vectors are stored and summed in; ``inf``
-    stays ``inf``. The same arithmetic as the kernels' ``_clip_target``.
+    ``dtype`` is the one the clipped vectors are stored and summed in,
+    ``n_terms`` the number of squares summed to compute their norms in
+    float64; ``inf`` stays ``inf``. The same arithmetic as the kernels'
+    ``_clip_target``.
     """
-    return float(clip) * (1.0 - CLIP_MARGIN_EPS * float(np.finfo(dtype).eps))
+    return float(clip) * ((1.0 - CLIP_MARGIN_EPS * float(np.finfo(dtype).eps))
+                          - n_terms * _EPS64)
 
 
 @njit(cache=True, inline="always")
-def _clip_target(clip, like):
+def _clip_target(clip, like, n_terms):
     """:func:`clip_target` for the dtype of the array ``like`` (inside kernels)."""
-    return clip * (1.0 - CLIP_MARGIN_EPS * np.finfo(like.dtype).eps)
+    return clip * ((1.0 - CLIP_MARGIN_EPS * np.finfo(like.dtype).eps) - n_terms * _EPS64)
 
 
 @njit(cache=True, inline="always")
@@ -152,16 +158,17 @@ def _clipped_residual_row(z, yi, code, x_norm_sq_i, target, r):
 
 
 @njit(cache=True)
-def clip_residuals(Z, y, code, x_norm_sq, clip):
+def clip_residuals(Z, y, code, x_norm_sq, clip, n_rows=0):
     """Turn decision values ``Z`` (m × k) into clipped residuals, in place.
 
     Row ``i`` becomes ``c_i r_i`` with ``c_i = min(1, clip / (‖x~_i‖ ‖r_i‖))``
     (``x_norm_sq[i] = ‖x~_i‖²``, intercept included), so that the clipped
     sum is ``X~ᵀ Z`` afterwards. Used by the BLAS path for wide ``k``.
-    ``clip`` is aimed at in ``Z``'s dtype (:func:`clip_target`).
+    ``clip`` is aimed at in ``Z``'s dtype, for norms of ``n_rows`` (the
+    length of ``x~``) plus k squares (:func:`clip_target`).
     """
-    clip = _clip_target(clip, Z)
     m, k = Z.shape
+    clip = _clip_target(clip, Z, n_rows + k)
     z = np.empty(k)
     r = np.empty(k)
     for i in range(m):
@@ -180,9 +187,9 @@ def dense_clipped_sum(X, idx, y, theta, code, fit_intercept, x_norm_sq, clip, ou
     ``x_norm_sq[i] = ‖x~_i‖²`` over *all* rows of ``X``. ``clip`` is aimed
     at in ``out``'s dtype (:func:`clip_target`).
     """
-    clip = _clip_target(clip, out)
     d = X.shape[1]
     k = theta.shape[1]
+    clip = _clip_target(clip, out, theta.shape[0] + k)
     z = np.empty(k)
     r = np.empty(k)
     for ii in range(idx.shape[0]):
@@ -221,9 +228,9 @@ def dense_clipped_sum(X, idx, y, theta, code, fit_intercept, x_norm_sq, clip, ou
 def csr_clipped_sum(indptr, indices, data, idx, y, theta, code, fit_intercept, x_norm_sq,
                     clip, out):
     """:func:`dense_clipped_sum` for a CSR matrix given by its three arrays."""
-    clip = _clip_target(clip, out)
     d = theta.shape[0] - (1 if fit_intercept else 0)
     k = theta.shape[1]
+    clip = _clip_target(clip, out, theta.shape[0] + k)
     z = np.empty(k)
     r = np.empty(k)
     for ii in range(idx.shape[0]):

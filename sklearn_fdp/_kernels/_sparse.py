@@ -196,7 +196,7 @@ def lazy_clipped_residuals(indptr, indices, data, idx, y, S, k, intercept, code,
     (:func:`csr_scatter_add`). Returns the new ``used``. ``clip`` is aimed at
     in ``out``'s dtype (:func:`~sklearn_fdp._kernels._linear.clip_target`).
     """
-    clip = _clip_target(clip, out)
+    clip = _clip_target(clip, out, S.shape[0] + 1 + k)
     z = np.empty(k)
     r = np.empty(k)
     if k == 1:  # binary: scalar decision value, kept in a register
