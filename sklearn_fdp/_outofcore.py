@@ -175,9 +175,10 @@ class RowSource:
     def squared_row_norms(self):
         """``‖x_i‖²`` of every row, computed chunk by chunk (cached)."""
         if self._row_norms_sq is None:
-            out = np.empty(self.shape[0], dtype=self.dtype)
+            out = np.empty(self.shape[0], dtype=np.float64)
             for start, block in self.iter_chunks():
-                out[start:start + len(block)] = np.einsum("ij,ij->i", block, block)
+                out[start:start + len(block)] = np.einsum("ij,ij->i", block, block,
+                                                          dtype=np.float64)
             self._row_norms_sq = out
         return self._row_norms_sq.copy()
 
@@ -370,10 +371,10 @@ class _ColumnView:
         # ``block[:, cols]`` as the in-memory ``X[:, cols]``: numpy lays a
         # column selection out column-major, and einsum's summation order
         # (hence the last bits of each norm) follows the layout.
-        out = np.empty(self.shape[0], dtype=self.dtype)
+        out = np.empty(self.shape[0], dtype=np.float64)
         for start, block in self.source.iter_chunks():
             sub = block[:, self.cols]
-            out[start:start + len(block)] = np.einsum("ij,ij->i", sub, sub)
+            out[start:start + len(block)] = np.einsum("ij,ij->i", sub, sub, dtype=np.float64)
         return out
 
     def __getitem__(self, key):
@@ -451,11 +452,11 @@ def validate_row_source(estimator, X, y, release_bytes=None):
     source = as_row_source(X, name, release_bytes=release_bytes)
     y = _check_y(y, multi_output=False, y_numeric=False, estimator=estimator)
     check_consistent_length(X, y)
-    norms = np.empty(source.shape[0], dtype=source.dtype)
+    norms = np.empty(source.shape[0], dtype=np.float64)
     for start, block in source.iter_chunks():
         _assert_all_finite(block, allow_nan=False, input_name="X", estimator_name=name)
         check_row_norms_finite(block, name)
-        norms[start:start + len(block)] = np.einsum("ij,ij->i", block, block)
+        norms[start:start + len(block)] = np.einsum("ij,ij->i", block, block, dtype=np.float64)
     source._row_norms_sq = norms
     _check_n_features(estimator, X, reset=True)
     return source, y

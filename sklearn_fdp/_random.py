@@ -9,8 +9,10 @@ With ``noise="secure"`` the privacy-relevant streams (the Poisson batch
 coins and every Gaussian noise draw) are :class:`~sklearn_fdp._secure.SecureGenerator`
 objects instead: fresh bits from the OS CSPRNG on every call, a
 floating-point-hardened Gaussian sampler, nothing that ``random_state``
-decides. The public streams (public batches, padding, initialisation) stay
-seeded, and are the same PCG64 streams as with ``noise="default"``.
+decides. The public streams (public batches and their padding,
+initialisation) stay seeded, and are the same PCG64 streams as with
+``noise="default"``. A private stream spawned from a public one (e.g. the
+padding of FDP's private batch) goes through :func:`secure_if`.
 """
 
 import numpy as np

@@ -134,21 +134,6 @@ def test_clip_never_exceeds_bound_in_float32():
         assert np.linalg.norm(g) <= 1.0 * (1 + 1e-6)
 
 
-@pytest.mark.parametrize("k", [1, 2, 100])
-def test_outer_difference_norms_match_explicit_outer_products(k):
-    rng = np.random.default_rng(k)
-    m, d = 15, 6
-    a, c = rng.normal(size=(m, d)), rng.normal(size=(m, d))
-    c[0] = a[0]  # a = c, b = d below: the difference is exactly 0
-    b, dd = rng.normal(size=(m, k)), rng.normal(size=(m, k))
-    dd[0] = b[0]
-    out = np.empty(m)
-    K.outer_difference_norms((a**2).sum(1), b, (c**2).sum(1), dd, (a * c).sum(1), out)
-    want = [np.linalg.norm(np.outer(a[i], b[i]) - np.outer(c[i], dd[i])) for i in range(m)]
-    np.testing.assert_allclose(out, want, rtol=1e-10, atol=1e-7)
-    assert out[0] >= 0.0
-
-
 def test_clip_factors():
     norms = np.array([0.0, 0.5, 1.0, 4.0, np.inf])
     out = np.empty(5)

@@ -14,26 +14,44 @@ the public part of a record (FDP paper, §5):
   so that its private remainder is smaller (see :func:`_public_residual`).
 
 The private per-example gradient ``x~ rᵀ − x~_pub r_pubᵀ`` is clipped without
-being formed, ``‖a bᵀ − c dᵀ‖² = ‖a‖²‖b‖² + ‖c‖²‖d‖² − 2 (a·c)(b·d)``, and
-the clipped batch sum is ``X~ᵀ(c ⊙ R) − X~_pubᵀ(c ⊙ R_pub)``.
+being formed. Its coordinates split into two blocks: on the public columns
+and the intercept ``x~`` and ``x~_pub`` agree (``x_P``), on the private ones
+``x~`` holds ``x_Q`` and ``x~_pub`` the padding ``g`` (0 for ``"mask"``), so
+
+    ∇ℓ − ∇ℓ_pub = [x_P (r − r_pub)ᵀ ;  x_Q rᵀ − g r_pubᵀ],
+
+and its squared norm is the sum of the two blocks' squared norms, each a
+product of squared norms of vectors computed directly (see
+:func:`private_gradient_norms_sq`). It is never evaluated as the closed form
+``‖a bᵀ − c dᵀ‖² = ‖a‖²‖b‖² + ‖c‖²‖d‖² − 2 (a·c)(b·d)``: with large public
+columns the three terms are huge and nearly cancel, the private part is lost
+in their rounding, and a record's "clipped" contribution reached 2.8 C
+(issue 16 item 4). The clipped batch sum adds exactly the vectors whose
+norms were bounded: ``X_Pᵀ(c ⊙ (R − R_pub))`` on the public block, and
+``X_Qᵀ(c ⊙ R) − Gᵀ(c ⊙ R_pub)`` on the (narrow) private block, in float64.
 
 Random streams: Gaussian padding is data-independent noise. The padding of
 the *private* batch's ``ℓ_pub`` term and that of the *public* batch come from
-two separate generators (both spawned from the public stream), and the public
-batches from a third. So neither the public batches nor their padding ever
-depend on how many records the Poisson sampler drew (Prop. 3: the public
-computation must not share coins with the private sampling). Conditional on
-the sampling coins, the private batch's padding is i.i.d. N(0, 1) exactly as
-if every record had been given its own padding in advance, so each step is
-a mixture (over data-independent padding) of Poisson-subsampled Gaussian
-mechanisms with per-example sensitivity ``max_grad_norm``, accounted as one.
+two separate generators, and the public batches from a third. So neither the
+public batches nor their padding ever depend on how many records the Poisson
+sampler drew (Prop. 3: the public computation must not share coins with the
+private sampling). Conditional on the sampling coins, the private batch's
+padding is i.i.d. N(0, 1) exactly as if every record had been given its own
+padding in advance, so each step is a mixture (over data-independent padding)
+of Poisson-subsampled Gaussian mechanisms with per-example sensitivity
+``max_grad_norm``, accounted as one. That argument needs the padding to be
+*secret*: an attacker who can regenerate it couples D and D' (one record
+removed) with every later record's padding shifted by one, and the private
+sum moves by several ``max_grad_norm``. So the private batch's padding is a
+private stream (the estimator passes a :class:`~sklearn_fdp._secure.SecureGenerator`
+with ``noise="secure"``); the public batch's padding is public.
 """
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit, softmax
 
-from .._kernels import clip_factors, outer_difference_norms
+from .._kernels import clip_factors, clip_target
 from .._outofcore import is_row_source
 from .._validation import canonical_csr
 from ._linear import squared_row_norms, take_rows
@@ -63,12 +81,12 @@ def column_subset_squared_norms(X, cols):
     step = max(2, _NORM_BLOCK_BYTES // max(1, len(cols) * X.itemsize))
     if step >= n:
         return squared_row_norms(X[:, cols])
-    out = np.empty(n, dtype=np.result_type(X.dtype, np.float32))
+    out = np.empty(n, dtype=np.float64)
     start = 0
     while start < n:
         stop = n if n - (start + step) < 2 else start + step
         sub = X[start:stop][:, cols]
-        out[start:stop] = np.einsum("ij,ij->i", sub, sub)
+        out[start:stop] = np.einsum("ij,ij->i", sub, sub, dtype=np.float64)
         start = stop
     return out
 
@@ -106,37 +124,24 @@ class _PublicView:
             Z = Z + theta[d]
         return Z
 
-    def norm_sq(self, idx, G):
-        """``‖x~_pub‖²`` per row (intercept included)."""
-        out = self.pub_norm_sq[idx].copy()
-        if G is not None:
-            out += np.einsum("ij,ij->i", G, G)
+    def public_norm_sq(self, idx):
+        """``‖x_P‖²`` per row: the public columns and the intercept, float64."""
+        out = self.pub_norm_sq[idx].astype(np.float64)
         return out + (1.0 if self.fit_intercept else 0.0)
 
-    def cross(self, idx, G, Xb=None):
-        """``x~ · x~_pub`` per row (intercept included); ``Xb``: the batch's rows, if gathered."""
-        out = self.pub_norm_sq[idx].copy()
-        if G is not None:
-            if self.X_priv is not None:
-                Xq = self.X_priv[idx]
-            else:  # the layout of X[:, private][idx], so the sums match bit for bit
-                rows = take_rows(self.X, idx) if Xb is None else Xb
-                Xq = np.ascontiguousarray(rows[:, self.private_idx])
-            if sp.issparse(Xq):
-                out += np.asarray(Xq.multiply(G).sum(axis=1)).ravel()
-            else:
-                out += np.einsum("ij,ij->i", Xq, G)
-        return out + (1.0 if self.fit_intercept else 0.0)
+    def private_columns(self, idx, Xb):
+        """The batch's private columns ``x_Q`` as a dense float64 array (m × p).
 
-    def transpose_product(self, Xb, W, G, out):
-        """Subtract ``X~_pubᵀ W`` from ``out`` (shape of θ)."""
-        d = self.n_features
-        out[:d] -= np.asarray(Xb.T @ W) * self.mask_col
-        if G is not None:
-            out[self.private_idx] -= G.T @ W
-        if self.fit_intercept:
-            out[d] -= W.sum(axis=0)
-        return out
+        ``Xb`` is the batch's rows (``take_rows(X, idx)``). The private
+        columns are few, so the copy is small.
+        """
+        if self.X_priv is not None:
+            Xq = self.X_priv[idx]
+        else:
+            Xq = Xb[:, self.private_idx]
+        if sp.issparse(Xq):
+            return Xq.toarray().astype(np.float64, copy=False)
+        return np.asarray(Xq, dtype=np.float64)
 
     def add_transpose_product(self, Xb, W, G, out):
         """Add ``X~_pubᵀ W`` to ``out``."""
@@ -147,6 +152,54 @@ class _PublicView:
         if self.fit_intercept:
             out[d] += W.sum(axis=0)
         return out
+
+
+def private_gradient_norms_sq(pub_sq, D, R, R_pub, Xq, G):
+    """``‖x~ rᵀ − x~_pub r_pubᵀ‖²`` per row, from non-negative orthogonal pieces (float64).
+
+    Parameters
+    ----------
+    pub_sq : ndarray of shape (m,)
+        ``‖x_P‖²``, the public columns and the intercept.
+    D : ndarray of shape (m, k)
+        ``R − R_pub``.
+    R, R_pub : ndarray of shape (m, k)
+        Residuals at ``x~`` and at the public view.
+    Xq : ndarray of shape (m, p)
+        The private columns ``x_Q``.
+    G : ndarray of shape (m, p) or None
+        The padding ``g`` of the private columns in the public view (None:
+        ``"mask"``, ``g = 0``).
+
+    Returns
+    -------
+    norm_sq : ndarray of shape (m,)
+
+    Notes
+    -----
+    Public block: ``‖x_P (r − r_pub)ᵀ‖² = ‖x_P‖² ‖r − r_pub‖²``. Private
+    block: ``‖x_Q rᵀ − g r_pubᵀ‖²``, which is ``‖x_Q‖² ‖r‖²`` for ``"mask"``.
+    With padding, write ``g = β x_Q + w`` with ``β = (x_Q·g) / ‖x_Q‖²`` and
+    ``w = g − β x_Q`` orthogonal to ``x_Q``: then ``x_Q rᵀ − g r_pubᵀ =
+    x_Q (r − β r_pub)ᵀ − w r_pubᵀ``, two outer products with orthogonal left
+    factors, so the block's squared norm is ``‖x_Q‖² ‖r − β r_pub‖² + ‖w‖²
+    ‖r_pub‖²``. Every term is a product of squared norms of vectors formed
+    directly (no difference of squared norms), so its rounding error is a
+    few float64 units relative to the vectors it is made of: the size of the
+    public columns never enters the private block, and cannot swamp it.
+    """
+    out = pub_sq * np.einsum("ij,ij->i", D, D)
+    if Xq.shape[1] == 0:
+        return out
+    uu = np.einsum("ij,ij->i", Xq, Xq)
+    if G is None:
+        return out + uu * np.einsum("ij,ij->i", R, R)
+    nonzero = uu > 0
+    beta = np.divide(np.einsum("ij,ij->i", Xq, G), uu, out=np.zeros_like(uu), where=nonzero)
+    W = G - beta[:, None] * Xq
+    A = R - beta[:, None] * R_pub
+    return (out + uu * np.einsum("ij,ij->i", A, A)
+            + np.einsum("ij,ij->i", W, W) * np.einsum("ij,ij->i", R_pub, R_pub))
 
 
 def label_prior(n_outputs):
@@ -189,9 +242,10 @@ class FeatureDPPrivateOracle:
     fit_intercept : bool
     max_grad_norm : float
         Clip norm ``C`` (``np.inf``: no clipping, for tests).
-    pad_rng : numpy.random.Generator or None
+    pad_rng : numpy.random.Generator, SecureGenerator or None
         Stream of the padding of the private batch's ``ℓ_pub`` term (needed
-        for ``"gaussian_pad"``); nothing else may draw from it.
+        for ``"gaussian_pad"``); nothing else may draw from it. A private
+        stream: it must be as secret as the noise (see the module docstring).
     """
 
     def __init__(self, X, y, loss, public_mask, label_public, public_loss, fit_intercept,
@@ -208,7 +262,6 @@ class FeatureDPPrivateOracle:
         self.max_grad_norm = float(max_grad_norm)
         self.pad_rng = pad_rng
         self.n_features = X.shape[1]
-        self.x_norm_sq = squared_row_norms(X) + (1.0 if fit_intercept else 0.0)
         if self.view.pad and pad_rng is None:
             raise ValueError("public_loss='gaussian_pad' needs a pad_rng.")
 
@@ -219,13 +272,15 @@ class FeatureDPPrivateOracle:
         return Z
 
     def per_example_norms(self, idx, theta, R, R_pub, G, Xb=None):
-        """Closed-form ``‖x~ rᵀ − x~_pub r_pubᵀ‖`` per example (numba kernel)."""
-        out = np.empty(len(idx), dtype=np.float64)
-        outer_difference_norms(self.x_norm_sq[idx], np.asarray(R, dtype=np.float64),
-                               self.view.norm_sq(idx, G),
-                               np.asarray(R_pub, dtype=np.float64),
-                               self.view.cross(idx, G, Xb), out)
-        return out
+        """``‖x~ rᵀ − x~_pub r_pubᵀ‖`` per example (float64; :func:`private_gradient_norms_sq`)."""
+        if Xb is None:
+            Xb = take_rows(self.X, idx)
+        R = np.asarray(R, dtype=np.float64)
+        R_pub = np.asarray(R_pub, dtype=np.float64)
+        G = None if G is None else np.asarray(G, dtype=np.float64)
+        return np.sqrt(private_gradient_norms_sq(
+            self.view.public_norm_sq(idx), R - R_pub, R, R_pub,
+            self.view.private_columns(idx, Xb), G))
 
     def __call__(self, idx, theta):
         """Sum over ``idx`` of the private per-example gradients clipped to ``C``."""
@@ -235,20 +290,37 @@ class FeatureDPPrivateOracle:
         Xb = take_rows(self.X, idx)
         yb = self.y[idx]
         G = self.view.draw_padding(len(idx), self.pad_rng, theta.dtype)
-        R = self.loss.residual(self._decision(Xb, theta), yb)
+        R = self.loss.residual(self._decision(Xb, theta), yb).astype(np.float64)
         R_pub = _public_residual(self.loss, self.view.decision(Xb, theta, G), yb,
-                                 self.label_public)
+                                 self.label_public).astype(np.float64)
+        G = None if G is None else G.astype(np.float64)
+        D = R - R_pub
+        Xq = self.view.private_columns(idx, Xb)
+        scale = np.ones(len(idx))
         if np.isfinite(self.max_grad_norm):
-            norms = self.per_example_norms(idx, theta, R, R_pub, G, Xb)
-            scale = np.empty_like(norms)
-            clip_factors(norms, self.max_grad_norm, scale)
-            scale = scale[:, None].astype(R.dtype, copy=False)
-            R = R * scale
-            R_pub = R_pub * scale
-        out[: self.n_features] = np.asarray(Xb.T @ R)
+            norms = np.sqrt(private_gradient_norms_sq(self.view.public_norm_sq(idx), D, R,
+                                                      R_pub, Xq, G))
+            # Aimed a few ulp below C in θ's dtype, the public block's, for
+            # norms made of about d + 1 + 2k squares (issue 16 item 11).
+            target = clip_target(self.max_grad_norm, theta.dtype,
+                                 theta.shape[0] + 2 * theta.shape[1])
+            clip_factors(norms, target, scale)
+        scale = scale[:, None]
+        # Sum exactly the vectors whose norms were bounded. Public block
+        # x_P (c (r − r_pub))ᵀ: one product in θ's dtype (the private rows of
+        # Xbᵀ W are computed and discarded; they are overwritten below).
+        W = (scale * D).astype(theta.dtype)
+        d = self.n_features
+        out[:d] = np.asarray(Xb.T @ W) * self.view.mask_col
         if self.fit_intercept:
-            out[self.n_features] = R.sum(axis=0)
-        return self.view.transpose_product(Xb, R_pub, G, out)
+            out[d] = W.sum(axis=0)
+        # Private block x_Q (c r)ᵀ − g (c r_pub)ᵀ, in float64 (p columns).
+        if Xq.shape[1]:
+            block = Xq.T @ (scale * R)
+            if G is not None:
+                block -= G.T @ (scale * R_pub)
+            out[self.view.private_idx] = block
+        return out
 
 
 class FeatureDPPublicOracle:

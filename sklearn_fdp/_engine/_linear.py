@@ -114,7 +114,12 @@ class LinearLoss:
 
 
 def squared_row_norms(X):
-    """Squared L2 norm of every row of a dense or CSR matrix (or an out-of-core source)."""
+    """Squared L2 norm of every row of a dense or CSR matrix (or an out-of-core source).
+
+    Always float64, accumulated in float64 (float32 rows too): clip factors
+    are computed from these, and a float32 sum of d squares can be off by
+    ``d`` float32 units, more than clipping's margin (issue 16 item 11).
+    """
     if is_row_source(X):
         return X.squared_row_norms()  # chunk by chunk, same values as below
     if sp.issparse(X):
@@ -122,7 +127,7 @@ def squared_row_norms(X):
         out = np.empty(X.shape[0], dtype=np.float64)
         csr_squared_row_norms(X.indptr, X.data, out)  # no temporary copy of X
         return out
-    return np.einsum("ij,ij->i", X, X)
+    return np.einsum("ij,ij->i", X, X, dtype=np.float64)
 
 
 def take_rows(X, idx):
@@ -214,7 +219,7 @@ class LinearGradientOracle:
             if self.fit_intercept:
                 Z += theta[d]
             clip_residuals(Z, self.y_kernel[idx], self.code, self.x_norm_sq[idx],
-                           self.max_grad_norm)
+                           self.max_grad_norm, theta.shape[0])
             np.matmul(Xb.T, Z, out=out[:d])
             if self.fit_intercept:
                 Z.sum(axis=0, out=out[d])

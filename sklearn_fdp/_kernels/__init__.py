@@ -1,6 +1,6 @@
 """Numba kernels behind the DP engine: clipped per-example gradient sums of
-linear models (dense and CSR), the FDP outer-product-difference norms, and
-the lazy-noise bookkeeping for sparse data.
+linear models (dense and CSR), clip factors, and the lazy-noise bookkeeping
+for sparse data.
 
 Kernels are plain functions on arrays: no randomness, no fastmath, compiled
 once per signature and cached on disk (``cache=True``). The Python API never
@@ -22,11 +22,11 @@ from ._linear import (
     MULTI_LOG,
     clip_factors,
     clip_residuals,
+    clip_target,
     csr_clipped_sum,
     dense_clipped_sum,
     gather_rows,
     loss_code,
-    outer_difference_norms,
     residual_row,
 )
 from ._sparse import (
@@ -52,6 +52,7 @@ __all__ = [
     "catch_up_tables",
     "clip_factors",
     "clip_residuals",
+    "clip_target",
     "csr_clipped_sum",
     "csr_format_code",
     "csr_scatter_add",
@@ -62,7 +63,6 @@ __all__ = [
     "lazy_clipped_residuals",
     "lazy_steps",
     "loss_code",
-    "outer_difference_norms",
     "residual_row",
     "sgd_update",
 ]

@@ -95,41 +95,80 @@ def residual_row(z, yi, code, r):
     return 0.0
 
 
+# Clipping aims below the clip norm C: a factor C / ‖g‖ computed in floating
+# point leaves ‖c g‖ = C (1 + O(ulp)) — above C about half of the time, and
+# more once the vector is rounded to float32 — while the accountant assumes
+# ≤ C (issue 16 item 11). The margin is CLIP_MARGIN_EPS machine epsilons of
+# the dtype the clipped vectors are stored and summed in (the rounding of the
+# factor, of c g and of its cast to that dtype), plus one float64 epsilon per
+# term of the float64 norm computation (``n_terms``: the squares summed, d + 1
+# features and k residuals; a bound on the rounding of a sum of positive
+# terms in any order). It changes clipped values in their last bits only.
+CLIP_MARGIN_EPS = 4
+_EPS64 = float(np.finfo(np.float64).eps)
+
+
+def clip_target(clip, dtype, n_terms=0):
+    """The norm clip factors aim at: ``clip (1 − 4 eps(dtype) − n_terms eps64)``.
+
+    ``dtype`` is the one the clipped vectors are stored and summed in,
+    ``n_terms`` the number of squares summed to compute their norms in
+    float64; ``inf`` stays ``inf``. The same arithmetic as the kernels'
+    ``_clip_target``.
+    """
+    return float(clip) * ((1.0 - CLIP_MARGIN_EPS * float(np.finfo(dtype).eps))
+                          - n_terms * _EPS64)
+
+
 @njit(cache=True, inline="always")
-def _clip_factor(norm_sq, clip):
-    """``min(1, clip / norm)``; 1 for a zero gradient or ``clip = inf``."""
+def _clip_target(clip, like, n_terms):
+    """:func:`clip_target` for the dtype of the array ``like`` (inside kernels)."""
+    return clip * ((1.0 - CLIP_MARGIN_EPS * np.finfo(like.dtype).eps) - n_terms * _EPS64)
+
+
+@njit(cache=True, inline="always")
+def _clip_factor(norm_sq, target):
+    """``min(1, target / norm)``; 1 for a zero gradient or ``target = inf``.
+
+    ``target`` is the clip norm shrunk by :func:`_clip_target`, never the
+    bare ``C``: ``target / norm`` itself rounds up as often as down.
+    """
     if norm_sq <= 0.0:
         return 1.0
     norm = math.sqrt(norm_sq)
-    if norm <= clip:
+    if norm <= target:
         return 1.0
-    return clip / norm
+    return target / norm
 
 
 @njit(cache=True, inline="always")
-def _clipped_residual_row(z, yi, code, x_norm_sq_i, clip, r):
+def _clipped_residual_row(z, yi, code, x_norm_sq_i, target, r):
     """``r = c r(z)``, the clipped residual of one row; False when it is zero.
 
-    ``c = min(1, clip / (‖x~‖ ‖r‖))`` with ``x_norm_sq_i = ‖x~‖²``.
+    ``c = min(1, target / (‖x~‖ ‖r‖))`` with ``x_norm_sq_i = ‖x~‖²`` and
+    ``target`` from :func:`_clip_target`.
     """
     rsq = residual_row(z, yi, code, r)
     if rsq == 0.0:
         return False
-    s = _clip_factor(x_norm_sq_i * rsq, clip)
+    s = _clip_factor(x_norm_sq_i * rsq, target)
     for c in range(r.shape[0]):
         r[c] *= s
     return True
 
 
 @njit(cache=True)
-def clip_residuals(Z, y, code, x_norm_sq, clip):
+def clip_residuals(Z, y, code, x_norm_sq, clip, n_rows=0):
     """Turn decision values ``Z`` (m × k) into clipped residuals, in place.
 
     Row ``i`` becomes ``c_i r_i`` with ``c_i = min(1, clip / (‖x~_i‖ ‖r_i‖))``
     (``x_norm_sq[i] = ‖x~_i‖²``, intercept included), so that the clipped
     sum is ``X~ᵀ Z`` afterwards. Used by the BLAS path for wide ``k``.
+    ``clip`` is aimed at in ``Z``'s dtype, for norms of ``n_rows`` (the
+    length of ``x~``) plus k squares (:func:`clip_target`).
     """
     m, k = Z.shape
+    clip = _clip_target(clip, Z, n_rows + k)
     z = np.empty(k)
     r = np.empty(k)
     for i in range(m):
@@ -145,10 +184,12 @@ def dense_clipped_sum(X, idx, y, theta, code, fit_intercept, x_norm_sq, clip, ou
     """Add ``Σ_{i ∈ idx} clip(x~_i r_iᵀ)`` to ``out`` for dense ``X``, fused.
 
     ``theta`` is ``(d + fit_intercept) × k``, its last row the intercept.
-    ``x_norm_sq[i] = ‖x~_i‖²`` over *all* rows of ``X``.
+    ``x_norm_sq[i] = ‖x~_i‖²`` over *all* rows of ``X``. ``clip`` is aimed
+    at in ``out``'s dtype (:func:`clip_target`).
     """
     d = X.shape[1]
     k = theta.shape[1]
+    clip = _clip_target(clip, out, theta.shape[0] + k)
     z = np.empty(k)
     r = np.empty(k)
     for ii in range(idx.shape[0]):
@@ -189,6 +230,7 @@ def csr_clipped_sum(indptr, indices, data, idx, y, theta, code, fit_intercept, x
     """:func:`dense_clipped_sum` for a CSR matrix given by its three arrays."""
     d = theta.shape[0] - (1 if fit_intercept else 0)
     k = theta.shape[1]
+    clip = _clip_target(clip, out, theta.shape[0] + k)
     z = np.empty(k)
     r = np.empty(k)
     for ii in range(idx.shape[0]):
@@ -213,33 +255,16 @@ def csr_clipped_sum(indptr, indices, data, idx, y, theta, code, fit_intercept, x
 
 
 @njit(cache=True)
-def outer_difference_norms(a_sq, b, c_sq, d, ac, out):
-    """``‖a_i b_iᵀ − c_i d_iᵀ‖`` per row from the closed form.
+def clip_factors(norms, target, out):
+    """``out[i] = min(1, target / norms[i])`` (1 for a zero norm).
 
-    ``‖a bᵀ − c dᵀ‖² = ‖a‖²‖b‖² + ‖c‖²‖d‖² − 2 (a·c)(b·d)``, with
-    ``a_sq = ‖a_i‖²``, ``c_sq = ‖c_i‖²`` and ``ac = a_i · c_i`` given per row
-    (they involve the long feature vectors, computed once by the caller)
-    and the short residuals ``b``, ``d`` (m × k) given in full. Rounding can
-    make the difference slightly negative; it is floored at zero.
+    ``target`` is :func:`clip_target` of the clip norm and of the dtype the
+    clipped vectors are stored and summed in (the caller knows it; ``norms``
+    and ``out`` are float64).
     """
-    m, k = b.shape
-    for i in range(m):
-        bb = 0.0
-        dd = 0.0
-        bd = 0.0
-        for col in range(k):
-            bb += b[i, col] * b[i, col]
-            dd += d[i, col] * d[i, col]
-            bd += b[i, col] * d[i, col]
-        sq = a_sq[i] * bb + c_sq[i] * dd - 2.0 * ac[i] * bd
-        out[i] = math.sqrt(sq) if sq > 0.0 else 0.0
-
-
-@njit(cache=True)
-def clip_factors(norms, clip, out):
-    """``out[i] = min(1, clip / norms[i])`` (1 for a zero norm)."""
     for i in range(norms.shape[0]):
-        out[i] = _clip_factor(norms[i] * norms[i], clip) if norms[i] > 0.0 else 1.0
+        norm = norms[i]
+        out[i] = 1.0 if not norm > target else target / norm
 
 
 # Rows ahead of the copy that ``gather_rows`` prefetches (see ``_prefetch``).

@@ -34,7 +34,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ._linear import _clipped_residual_row
+from ._linear import _clip_target, _clipped_residual_row
 from ._prefetch import prefetch
 
 
@@ -225,8 +225,10 @@ def lazy_clipped_residuals(indptr, indices, data, idx, y, S, k, intercept, code,
     row's decision values; then the residual, norm and clip factor, with
     ``c_i r_i`` written to ``out[ii]``. ``intercept`` (length k, or empty) is
     the bias. The clipped gradient sum is ``Σ_i x~_i out[i]ᵀ``
-    (:func:`csr_scatter_add`). Returns the new ``used``.
+    (:func:`csr_scatter_add`). Returns the new ``used``. ``clip`` is aimed at
+    in ``out``'s dtype (:func:`~sklearn_fdp._kernels._linear.clip_target`).
     """
+    clip = _clip_target(clip, out, S.shape[0] + 1 + k)
     z = np.empty(k)
     r = np.empty(k)
     if k == 1:  # binary: scalar decision value, kept in a register

@@ -17,7 +17,7 @@ from .._engine._feature_dp import (
 from .._engine._linear import squared_row_norms
 from .._engine._statistic import minimise_label_free_objective, release_private_sum
 from .._progress import progress_reporter
-from .._random import spawn_generators
+from .._random import secure_if, spawn_generators
 from .._validation import Interval, StrOptions, _fit_context, atomic_fit
 from ..features import check_label_in_spec, resolve_feature_spec, spec_feature_names
 from ._base import _NOISE, _SAMPLE, BaseDPLinearClassifier
@@ -189,10 +189,12 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         from ``random_state`` (reproducible). ``"secure"``: fresh bits from the OS
         CSPRNG (``os.urandom``) and a Gaussian sampler hardened against
         floating-point attacks (four Box–Muller normals summed and halved, as in
-        Opacus's ``secure_mode``); slower (user guide, "Secure noise"), and
-        ``random_state`` no longer reproduces the fit (it still seeds the public
-        batches, the padding and the pretraining). The accounting, and so
-        ``epsilon_``, is the same.
+        Opacus's ``secure_mode``) — and, with ``public_loss="gaussian_pad"``,
+        the padding of the private batch's ``ℓ_pub`` term, which enters the
+        private sum; slower (user guide, "Secure noise"), and ``random_state``
+        no longer reproduces the fit (it still seeds the public batches, their
+        padding and the pretraining). The accounting, and so ``epsilon_``, is
+        the same.
     verbose : int, default=0
         Print the ε spent after every epoch.
 
@@ -263,7 +265,9 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
     :class:`DPSGDClassifier`'s for the same (σ, q, T). The public batches,
     their Gaussian padding and the padding of the private batch's ``ℓ_pub``
     term use generators of their own, never the Poisson sampler's (Prop. 3:
-    sharing its coins would void amplification by subsampling). Public
+    sharing its coins would void amplification by subsampling); the last
+    is a private stream (secret like the noise: from the OS CSPRNG with
+    ``noise="secure"``). Public
     pretraining reads only public data (Remark 2). NOT protected: the
     public columns, the label when ``label_public=True``, ``n``, the set of
     classes. Feature DP does not hide whether a record is in the data (its
@@ -438,9 +442,16 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         # Three independent children of the public stream: public batches,
         # their padding, and the padding of the private batch's ℓ_pub term.
         sample_rng, pub_pad_rng, priv_pad_rng = public_rng.spawn(3)
+        # The private batch's padding enters the private sum: who knows it can
+        # couple D and D' (one record removed) so that every later record's
+        # padding shifts, and the sum moves by several C. It is a private
+        # stream: from the OS CSPRNG in secure mode, like the noise and the
+        # batch coins (issue 16 item 5). All three are still spawned, so the
+        # public streams are the same in both modes.
         private = FeatureDPPrivateOracle(
             X, y_enc, loss, self.public_mask_, self.label_public, self.public_loss,
-            self.fit_intercept, self.max_grad_norm_, pad_rng=priv_pad_rng,
+            self.fit_intercept, self.max_grad_norm_,
+            pad_rng=secure_if(priv_pad_rng, self.noise),
         )
         return private, self._public_oracle(X, y_enc, loss, sample_rng, pub_pad_rng)
 

@@ -507,3 +507,33 @@ def test_sufficient_statistic_in_row_blocks_matches_one_block(binary, monkeypatc
     blocks = _label_dp(epsilon=1.0, random_state=0).fit(X, y, feature_names=names)
     np.testing.assert_allclose(blocks.coef_, whole.coef_, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(blocks.intercept_, whole.intercept_, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("pad", [False, True])
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("public_scale", [1e-8, 1.0, 1e4, 1e8])
+def test_private_gradient_norms_are_the_explicit_norms_at_any_public_scale(pad, k,
+                                                                             public_scale):
+    # The norm of [x_P (r − r_pub)ᵀ ; x_Q rᵀ − g r_pubᵀ] from orthogonal pieces
+    # (issue 16 item 4: the closed form lost the private block at large
+    # public scales). Compared with the explicit matrices, blockwise.
+    from sklearn_fdp._engine._feature_dp import private_gradient_norms_sq
+
+    rng = np.random.default_rng(k)
+    m, d_pub, p = 50, 4, 3
+    XP = rng.standard_normal((m, d_pub)) * public_scale
+    Xq = rng.standard_normal((m, p))
+    G = rng.standard_normal((m, p)) if pad else None
+    R, R_pub = rng.uniform(-1, 1, (m, k)), rng.uniform(-1, 1, (m, k))
+    R_pub[:10] = R[:10]  # r = r_pub: only the private block is left
+    if pad:
+        G[10:15] = 2.0 * Xq[10:15]  # padding parallel to x_Q
+        Xq[15:20] = 0.0  # ‖x_Q‖ = 0
+    pub_sq = (XP**2).sum(1) + 1.0
+    got = private_gradient_norms_sq(pub_sq, R - R_pub, R, R_pub, Xq, G)
+    for i in range(m):
+        public_block = pub_sq[i] * ((R[i] - R_pub[i]) ** 2).sum()
+        priv = np.outer(Xq[i], R[i]) - (0.0 if G is None else np.outer(G[i], R_pub[i]))
+        want = public_block + (priv**2).sum()
+        # rows 0-9 (r = r_pub) are the private block alone, whatever the public scale
+        np.testing.assert_allclose(got[i], want, rtol=1e-13)
