@@ -186,8 +186,11 @@ def test_private_and_frozen_steps_are_not_leaks(data):
     X, y = data
     Xn = X[["age", "hours"]].to_numpy() / 60.0
     scaler = FrozenEstimator(StandardScaler().fit(Xn))  # fitted elsewhere (public data)
+    # row_scaling="none": the default ("normalize") divides the public column by a
+    # norm that contains the protected one (issue 16 item 2), a "mix".
     pipe = PrivatePipeline([
-        ("center", PrivateMeanCenterer(epsilon=1.0, delta=1e-4, norm_bound=1.0)),
+        ("center", PrivateMeanCenterer(epsilon=1.0, delta=1e-4, norm_bound=1.5,
+                                       row_scaling="none")),
         ("frozen", scaler),
         ("clf", _clf(private_features=[0])),
     ])
@@ -196,6 +199,11 @@ def test_private_and_frozen_steps_are_not_leaks(data):
     assert statuses == ["private", "free"]
     report = privacy_report(pipe)
     assert len([s for s in report.steps if s["kind"] == "private"]) == 2
+    assert report.is_private
+    pipe.set_params(center__row_scaling="normalize")
+    with pytest.warns(PrivacyLeakWarning, match=r"'center' \(PrivateMeanCenterer\)"):
+        pipe.fit(Xn, y)
+    assert [s.status for s in pipe.preprocessing_audit_] == ["mix", "free"]
 
 
 def test_supervised_step_leaks_a_private_label(data):
