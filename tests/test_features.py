@@ -80,3 +80,21 @@ def test_nothing_private_raises_unless_label_private():
 def test_error_names_the_estimator_and_parameter():
     with pytest.raises(ValueError, match="`private_features` of Est"):
         _resolve(private=[9])
+
+
+def test_a_name_does_not_match_a_longer_column_that_shares_its_prefix():
+    """Issue 16 item 8: public_features=["age"] must not make age_at_diagnosis public."""
+    # A DataFrame's own columns: names are the original columns, matched exactly.
+    plain = np.array(["age", "age_at_diagnosis", "sex_ratio", "sex"])
+    mask = _resolve(public=["age"], n=4, names=plain, label_public=False)
+    assert list(plain[mask]) == ["age"]
+    mask = _resolve(private=["age", "sex"], n=4, names=plain)
+    assert list(plain[~mask]) == ["age", "sex"]
+    # Transformer outputs: "age" keeps its one-hot expansion and its scaled
+    # column, not the column age_at_diagnosis (passed through or scaled).
+    names = np.array(["num__age_at_diagnosis", "cat__age_young", "cat__age_old",
+                      "remainder__age_at_diagnosis_days", "num__hours"])
+    mask = _resolve(public=["age", "hours"], n=5, names=names)
+    assert list(names[mask]) == ["cat__age_young", "cat__age_old", "num__hours"]
+    mask = _resolve(private=["age"], n=5, names=names)
+    assert list(names[~mask]) == ["cat__age_young", "cat__age_old"]

@@ -419,3 +419,28 @@ def test_private_mean_centerer_per_block_is_not_a_leak():
                                  _clf(private_features=[2])).fit(X, y)
     assert [s.status for s in pipe.preprocessing_audit_] == ["private"]
     assert privacy_report(pipe).is_private
+
+
+def test_public_name_does_not_select_a_longer_original_column():
+    """Issue 16 item 8 through a pipeline: 'age' is one-hot encoded, 'age_at_diagnosis'
+    is a different (protected) column, also one-hot encoded."""
+    rng = np.random.default_rng(0)
+    n = 200
+    X = pd.DataFrame({
+        "age": rng.choice(["young", "old"], n),
+        "age_at_diagnosis": rng.choice(["early", "late"], n),
+        "hours": rng.uniform(0, 1, n),
+    })
+    y = (X["hours"] > 0.5).astype(int).to_numpy()
+    ct = ColumnTransformer([
+        ("cat", OneHotEncoder(categories=[["young", "old"], ["early", "late"]]),
+         ["age", "age_at_diagnosis"]),
+        ("num", FunctionTransformer(feature_names_out="one-to-one"), ["hours"]),
+    ])
+    pipe = make_private_pipeline(ct, _clf(public_features=["age", "hours"],
+                                          private_features=None, label_public=True))
+    pipe.fit(X, y)
+    clf = pipe[-1]
+    names = np.asarray(clf.feature_names_)
+    assert list(names[clf.public_mask_]) == ["cat__age_young", "cat__age_old", "num__hours"]
+    assert pipe.protected_input_columns_ == ["age_at_diagnosis"]
