@@ -35,6 +35,7 @@ import numpy as np
 from sklearn.pipeline import Pipeline, make_pipeline
 
 from .exceptions import PrivacyLeakWarning
+from .features import original_column_names
 
 __all__ = ["PrivatePipeline", "make_private_pipeline", "audit_preprocessing",
            "PreprocessingStep", "mixes_rows"]
@@ -574,6 +575,12 @@ class PrivatePipeline(Pipeline):
         return Xt
 
     def _fit_with_names(self, method, X, y, **params):
+        # The original column names tell the last step's name specs a one-hot
+        # output ("age_young") from a different column ("age_at_diagnosis").
+        with original_column_names(_input_column_names(X)):
+            return self._fit_with_transformed_names(method, X, y, **params)
+
+    def _fit_with_transformed_names(self, method, X, y, **params):
         final_name, final = self.steps[-1]
         if (len(self.steps) < 2 or final is None or isinstance(final, str)
                 or not _accepts_feature_names(final)
@@ -622,6 +629,18 @@ class PrivatePipeline(Pipeline):
         for step in self.preprocessing_audit_:
             if step.status in ("leak", "mix"):
                 warnings.warn(_leak_message(step, final), PrivacyLeakWarning, stacklevel=3)
+
+
+def _input_column_names(X):
+    """Column names of a pipeline's input: a DataFrame's, scikit-learn's x0, x1, ... for an
+    array, None when unknown."""
+    columns = getattr(X, "columns", None)
+    if columns is not None:
+        return [str(c) for c in columns]
+    shape = getattr(X, "shape", None)
+    if shape is not None and len(shape) == 2:
+        return [f"x{i}" for i in range(shape[1])]
+    return None
 
 
 def _accepts_feature_names(est):

@@ -82,8 +82,10 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         names or a callable ``name -> bool`` (see
         :func:`sklearn_fdp.features.resolve_feature_spec`; an original column
         name such as ``"sex"`` also selects its one-hot outputs
-        ``"cat__sex_Male"``, ...). Give exactly one of ``public_features``
-        and ``private_features``.
+        ``"cat__sex_Male"``, ..., but not a different column ``"sex_ratio"``
+        when the original column names are known, as inside
+        :class:`~sklearn_fdp.pipeline.PrivatePipeline`). Give exactly one of
+        ``public_features`` and ``private_features``.
     private_features : spec or None, default=None
         Columns to protect; every other column is public.
     label_public : bool, default=False
