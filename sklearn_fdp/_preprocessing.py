@@ -159,6 +159,20 @@ class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
     ``inverse_transform`` adds ``mean_`` back but cannot undo the row
     scaling (the original norms are not kept).
 
+    Before a feature-DP estimator (protected and public columns), the row
+    scaling of ``"normalize"`` and ``"clip"`` is **not** private: it divides
+    the public columns of a row by a norm that contains its protected
+    columns, so the public columns the estimator uses without noise reveal
+    them (``mean_``, the private release, is not the problem). Centre each
+    block apart (one centerer for the public columns, one for the protected
+    ones, in a :class:`~sklearn.compose.ColumnTransformer`; the two
+    ``dp_event_`` compose to the same guarantee as one centerer of
+    ``norm_bound`` ``sqrt(C_pub² + C_priv²)``), or use ``row_scaling="none"``
+    on rows bounded upstream by data-independent constants.
+    :class:`~sklearn_fdp.pipeline.PrivatePipeline` warns
+    (:class:`~sklearn_fdp.exceptions.PrivacyLeakWarning`) and
+    :func:`~sklearn_fdp.privacy_report` reports such a pipeline as not private.
+
     Used in a :class:`~sklearn.pipeline.Pipeline` before a private
     estimator, the pipeline spends the composition of both fits: at most
     ``epsilon + clf.epsilon`` at ``delta + clf.delta``, or less when their
@@ -282,6 +296,20 @@ class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], order="C")
         return X + self.mean_.astype(X.dtype, copy=False)
+
+    def __fdp_mixes_rows__(self):
+        """Whether ``transform`` computes a column of a row from the other columns.
+
+        True unless ``row_scaling="none"``: the row scaling divides every column
+        by the row's norm, so under feature DP the public columns of the output
+        depend on the protected ones (:func:`sklearn_fdp.pipeline.mixes_rows`;
+        :class:`~sklearn_fdp.pipeline.PrivatePipeline` then warns).
+
+        Returns
+        -------
+        bool
+        """
+        return self.row_scaling != "none"
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -232,8 +232,8 @@ class PrivacyReport:
         """True when the total ε is finite and no step learnt from the data non-privately."""
         eps = self.epsilon_rdp
         return (eps is not None and math.isfinite(eps)
-                and not any(s["kind"] in ("nonprivate", "search") for s in self.steps)
-                and not any(s.get("nonprivate_attributes") for s in self.steps))
+                and not any(s["kind"] in ("nonprivate", "search") or s.get("mixes_rows")
+                            or s.get("nonprivate_attributes") for s in self.steps))
 
     def to_dict(self):
         """The report as a dict of plain Python values (JSON-serialisable)."""
@@ -269,7 +269,9 @@ class PrivacyReport:
                 lines.append(
                     f"    {s['name']} ({s['estimator']}): epsilon {fmt(s['epsilon'])} at "
                     f"delta {s['delta']:g} (own); RDP {fmt(s['epsilon_rdp'])} at report "
-                    f"delta; protects {s['protected_unit']}")
+                    f"delta; protects {s['protected_unit']}"
+                    + ("; but its transform mixes protected columns into public ones: "
+                       "NOT PRIVATE" if s.get("mixes_rows") else ""))
             elif s["kind"] == "free":
                 lines.append(f"    {s['name']} ({s['estimator']}): data-independent, free")
             elif s["kind"] == "public":
@@ -356,15 +358,17 @@ def privacy_report(estimator, delta=None, *, pld=True):
             "for them")
     for name, est, kind in items:
         label = name or type(est).__name__
-        found = audit.get(id(est)) if kind in ("nonprivate", "free") else None
+        found = audit.get(id(est)) if kind in ("nonprivate", "free", "private") else None
         if found is not None and kind == "nonprivate" and found.status in ("public", "free"):
             kind = found.status  # traced: learnt from public columns only, or nothing
         mixes = found is not None and found.status == "mix"
-        if mixes:
+        if mixes and kind != "private":
             kind = "nonprivate"  # e.g. Normalizer: public outputs depend on private ones
         row = {"name": label, "estimator": type(est).__name__, "kind": kind}
         if found is not None and found.status in ("leak", "mix"):
             row["columns"] = list(found.columns)
+        if mixes:
+            row["mixes_rows"] = True
         if kind == "private":
             code, unit = protected_unit(est)
             units.append((code, unit))
@@ -382,7 +386,7 @@ def privacy_report(estimator, delta=None, *, pld=True):
                     "figures computed from the private records without noise, a release "
                     "the DP guarantee does not cover; the fitted object is NOT private "
                     "(delete them before sharing it)")
-        elif mixes:
+        if mixes:
             warnings_.append(
                 f"step {label!r} ({type(est).__name__}) divides every column by the row "
                 f"norm, which includes protected column(s) {row['columns']!r}: the public "
@@ -415,7 +419,8 @@ def privacy_report(estimator, delta=None, *, pld=True):
         eps_rdp = eps_pld = math.inf
         warnings_.append("no private step: nothing here is differentially private")
     private_only = (eps_rdp, eps_pld)
-    if split or any(s["kind"] in ("nonprivate", "search") or s.get("nonprivate_attributes")
+    if split or any(s["kind"] in ("nonprivate", "search") or s.get("mixes_rows")
+                    or s.get("nonprivate_attributes")
                     for s in steps):
         eps_rdp = math.inf if eps_rdp is not None else None
         eps_pld = math.inf if eps_pld is not None else None

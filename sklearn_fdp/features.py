@@ -8,23 +8,31 @@ while its public part Ψ(x) may leak. Estimators take the split as either
 * a boolean mask of length ``n_features``,
 * column names (``str``), matched against ``feature_names_in_`` (or the
   names passed to ``fit`` as ``feature_names``, which
-  :class:`sklearn_fdp.pipeline.PrivatePipeline` does). A name that
-  is not itself a column name also matches the columns that scikit-learn's
-  transformers derive from it: a column matches when it, or its part after
-  any ``"__"`` (the separator ``ColumnTransformer`` and ``FeatureUnion``
-  put after a step name), is the name or starts with ``f"{name}_"``
-  (``OneHotEncoder``). So ``"sex"`` selects ``"cat__sex_Male"`` and
-  ``"cat__sex_Female"``, ``"age"`` selects ``"num__age"`` and
-  ``"pub_num__age"``. Prefix matching is loose (``"sex"`` also matches a
-  column ``"sex_ratio"``): check the resolved columns (the estimator stores
-  them in ``public_features_`` and ``private_features_``); over-matching a
-  private name only protects more, and ``PrivatePipeline`` warns when an
-  input column ends up both protected and public;
+  :class:`sklearn_fdp.pipeline.PrivatePipeline` does). A name that is a
+  column name selects that column only. Otherwise it also matches the
+  columns that scikit-learn's transformers derive from the *original*
+  column of that name: a column matches when it, or its part after any
+  ``"__"`` (the separator ``ColumnTransformer`` and ``FeatureUnion`` put
+  after a step name), is the name, or is ``f"{name}_<category>"`` (a
+  one-hot output of that column). So ``"sex"`` selects ``"cat__sex_Male"``
+  and ``"cat__sex_Female"``, ``"age"`` selects ``"num__age"`` and
+  ``"pub_num__age"``. When the original column names are known (``fit``
+  inside :class:`~sklearn_fdp.pipeline.PrivatePipeline`, or
+  ``original_names`` given to :func:`resolve_feature_spec`), a one-hot
+  output is attributed to the longest original name it starts with, so
+  ``"age"`` does not select ``"age_at_diagnosis"`` nor its one-hot outputs
+  ``"cat__age_at_diagnosis_early"``. Without them, ``"<name>_*"`` cannot
+  be told from a different column whose name starts the same: a public
+  name that matches that way raises a
+  :class:`~sklearn_fdp.exceptions.PrivacyLeakWarning` listing the columns
+  (a private name that over-matches only protects more);
 * a callable ``name -> bool`` applied to every column name.
 
 The result is a boolean ``public_mask`` of length ``n_features``.
 """
 
+import contextlib
+import contextvars
 import warnings
 from numbers import Integral
 
@@ -32,7 +40,37 @@ import numpy as np
 
 from .exceptions import PrivacyLeakWarning
 
-__all__ = ["check_label_in_spec", "resolve_feature_spec", "spec_feature_names"]
+__all__ = ["check_label_in_spec", "original_column_names", "resolve_feature_spec",
+           "spec_feature_names"]
+
+# The original input column names of the pipeline being fitted, set by
+# PrivatePipeline around its last step's fit (original_column_names).
+_ORIGINAL_NAMES = contextvars.ContextVar("sklearn_fdp_original_names", default=None)
+
+
+@contextlib.contextmanager
+def original_column_names(names):
+    """Resolve column-name specs against these original input column names within the block.
+
+    :class:`sklearn_fdp.pipeline.PrivatePipeline` wraps its last step's
+    ``fit`` in it, with the columns of the ``X`` given to the pipeline, so
+    that a name's one-hot outputs are told apart from a different column
+    whose name starts with it (see the module docstring).
+
+    Parameters
+    ----------
+    names : sequence of str or None
+        The original column names; None: unknown.
+
+    Yields
+    ------
+    None
+    """
+    token = _ORIGINAL_NAMES.set(None if names is None else [str(c) for c in names])
+    try:
+        yield
+    finally:
+        _ORIGINAL_NAMES.reset(token)
 
 
 # What to do when a spec names columns but X has none (e.g. the array a
@@ -46,24 +84,41 @@ _NO_NAMES_FIX = (
 )
 
 
-def _name_matches(spec_name, names):
-    """Indices of the columns a (non-exact) name stands for.
+def _tails(col):
+    parts = col.split("__")
+    return ["__".join(parts[k:]) for k in range(len(parts))]
 
-    A column matches when it, or its part after any ``"__"`` (the separator of
-    ColumnTransformer / FeatureUnion step names), is the name or starts with
-    ``f"{name}_"`` (a one-hot output).
+
+def _name_matches(spec_name, names, originals=None):
+    """``(exact, expanded)``: indices of the columns a (non-exact) name stands for.
+
+    ``exact``: the column, or its part after any ``"__"`` (the separator of
+    ColumnTransformer / FeatureUnion step names), is the name. ``expanded``:
+    that part is ``f"{name}_<category>"`` (a one-hot output) and, when the
+    original column names are known, no longer original name claims it.
     """
     prefix = f"{spec_name}_"
+    exact, expanded = [], []
+    for i, col in enumerate(names):
+        tails = _tails(col)
+        if spec_name in tails:
+            exact.append(i)
+            continue
+        for tail in tails:
+            if tail.startswith(prefix) and (
+                    originals is None or _owner(tail, originals, spec_name) == spec_name):
+                expanded.append(i)
+                break
+    return exact, expanded
 
-    def matches(col):
-        parts = col.split("__")
-        tails = ["__".join(parts[k:]) for k in range(len(parts))]
-        return any(t == spec_name or t.startswith(prefix) for t in tails)
 
-    return [i for i, col in enumerate(names) if matches(col)]
+def _owner(tail, originals, spec_name):
+    """The longest original column name that ``tail`` is, or is a one-hot output of."""
+    owners = [o for o in originals if tail == o or tail.startswith(f"{o}_")]
+    return max([spec_name, *owners], key=len)
 
 
-def _select(spec, param, n_features, feature_names, estimator_name):
+def _select(spec, param, n_features, feature_names, estimator_name, original_names=None):
     """Boolean mask of the columns that ``spec`` (the value of ``param``) selects."""
     where = f"`{param}` of {estimator_name}"
     names = None if feature_names is None else [str(c) for c in feature_names]
@@ -116,14 +171,19 @@ def _select(spec, param, n_features, feature_names, estimator_name):
                 f"{_NO_NAMES_FIX}"
             )
         position = {c: i for i, c in enumerate(names)}
-        unknown = []
+        originals = original_names
+        if originals is None:
+            originals = _ORIGINAL_NAMES.get()
+        unknown, by_prefix = [], {}
         for e in entries:
             if e in position:
                 selected[position[e]] = True
                 continue
-            hits = _name_matches(e, names)
-            if hits:
-                selected[hits] = True
+            exact, expanded = _name_matches(e, names, originals)
+            if exact or expanded:
+                selected[exact + expanded] = True
+                if expanded and originals is None:
+                    by_prefix[e] = [names[i] for i in expanded]
             else:
                 unknown.append(e)
         if unknown:
@@ -134,6 +194,18 @@ def _select(spec, param, n_features, feature_names, estimator_name):
                 "'<name>_*', '<step>__<name>' and '<step>__<name>_*'. "
                 "Fix the names or give column indices."
             )
+        if by_prefix and param == "public_features":
+            warnings.warn(
+                f"{where} matched {by_prefix!r} by prefix ('<name>_*', the one-hot "
+                "outputs of a column <name>) without the original column names, which "
+                "tell a one-hot output from a different column whose name starts the "
+                "same (e.g. 'age' and 'age_at_diagnosis'): check that every one of them "
+                "may be public (public_mask_ lists the result). Fit inside "
+                "sklearn_fdp.pipeline.make_private_pipeline (it knows the original "
+                "names and matches exactly), or give the exact column names.",
+                PrivacyLeakWarning,
+                stacklevel=4,
+            )
         return selected
 
     raise ValueError(
@@ -143,7 +215,7 @@ def _select(spec, param, n_features, feature_names, estimator_name):
 
 
 def resolve_feature_spec(public_features, private_features, n_features, feature_names,
-                         estimator_name, *, label_public=True):
+                         estimator_name, *, label_public=True, original_names=None):
     """Boolean mask of the public columns from a public or private feature spec.
 
     Parameters
@@ -161,6 +233,11 @@ def resolve_feature_spec(public_features, private_features, n_features, feature_
     label_public : bool, default=True
         Whether the label is public too. With a public label, a spec that
         leaves no column private protects nothing and is rejected.
+    original_names : sequence of str or None, default=None
+        Column names of the data before any transformer, to tell a name's
+        one-hot outputs from a different column that starts with the name.
+        None: those set by :func:`original_column_names` (inside
+        :class:`~sklearn_fdp.pipeline.PrivatePipeline`), else unknown.
 
     Returns
     -------
@@ -181,10 +258,10 @@ def resolve_feature_spec(public_features, private_features, n_features, feature_
         )
     if public_features is not None:
         public_mask = _select(public_features, "public_features", n_features,
-                              feature_names, estimator_name)
+                              feature_names, estimator_name, original_names)
     else:
         public_mask = ~_select(private_features, "private_features", n_features,
-                               feature_names, estimator_name)
+                               feature_names, estimator_name, original_names)
     if public_mask.all() and label_public:
         raise ValueError(
             f"{estimator_name}: every one of the {n_features} features is public and "

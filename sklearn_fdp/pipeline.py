@@ -15,7 +15,13 @@ statistic of the protected values without noise. Such a step raises a
 column(s). Learning from public columns only is free under feature DP (the
 public part of a record may leak), and so are data-independent steps and
 private ones (with a ``dp_event_``, e.g.
-:class:`~sklearn_fdp.preprocessing.PrivateMeanCenterer`).
+:class:`~sklearn_fdp.preprocessing.PrivateMeanCenterer`) — provided they
+keep the columns of a row apart. A step that scales every column of a row by
+a factor computed from the whole row (its norm) makes the public columns
+depend on the protected ones, whatever its fitted state; it declares so with
+a method ``__fdp_mixes_rows__()`` returning True (:func:`mixes_rows`), and
+feeding both protected and public columns it raises the same warning (and
+:func:`sklearn_fdp.privacy_report` reports the pipeline as not private).
 
 :func:`audit_preprocessing` runs the same analysis on any fitted pipeline,
 a plain :class:`~sklearn.pipeline.Pipeline` included; :func:`sklearn_fdp.privacy_report`
@@ -29,9 +35,10 @@ import numpy as np
 from sklearn.pipeline import Pipeline, make_pipeline
 
 from .exceptions import PrivacyLeakWarning
+from .features import original_column_names
 
 __all__ = ["PrivatePipeline", "make_private_pipeline", "audit_preprocessing",
-           "PreprocessingStep"]
+           "PreprocessingStep", "mixes_rows"]
 
 PreprocessingStep = namedtuple("PreprocessingStep", "name estimator status columns")
 PreprocessingStep.__doc__ = """A fitted preprocessing step, as :func:`audit_preprocessing` sees it.
@@ -40,9 +47,11 @@ PreprocessingStep.__doc__ = """A fitted preprocessing step, as :func:`audit_prep
 
 * ``"leak"``: learnt from protected columns (or the protected label) without
   privacy;
-* ``"mix"``: a data-independent row-wise step
-  (:class:`~sklearn.preprocessing.Normalizer`) whose public output columns
-  depend on protected ones through the row norm;
+* ``"mix"``: a step that mixes the columns of a row (:func:`mixes_rows`:
+  :class:`~sklearn.preprocessing.Normalizer`,
+  :class:`~sklearn_fdp.preprocessing.PrivateMeanCenterer` with row scaling)
+  whose public output columns depend on protected ones through the row norm;
+  a private step that mixes is ``"mix"``, not ``"private"``;
 * ``"public"``: learnt from public columns only (free under feature DP);
 * ``"free"``: learns nothing from the data;
 * ``"private"``: a private step with its own ``dp_event_``.
@@ -55,7 +64,8 @@ label).
 _LABEL = "<label>"
 _OPAQUE = object()
 
-# Data-independent steps that mix every column of a row into every output.
+# Steps that cannot declare ``__fdp_mixes_rows__`` (scikit-learn's) but scale
+# every column of a row by a factor computed from the whole row (its norm).
 _ROW_WISE = {"Normalizer"}
 
 # Transformers that fit on y (a private label leaks through them). sklearn's
@@ -70,6 +80,32 @@ _SUPERVISED = {
 
 def _is_private_step(est):
     return hasattr(est, "dp_event_")
+
+
+def mixes_rows(est):
+    """Whether a step computes an output column of a row from other columns of that row.
+
+    The contract a transformer declares with a method ``__fdp_mixes_rows__()``
+    returning a bool (e.g. :class:`~sklearn_fdp.preprocessing.PrivateMeanCenterer`:
+    True unless ``row_scaling="none"``, as its row scaling divides every column
+    by the row's norm). A step that does not declare it counts as column-wise,
+    except the scikit-learn steps known to mix (``Normalizer``). A
+    ``FrozenEstimator`` answers for the estimator it wraps.
+
+    Parameters
+    ----------
+    est : estimator
+
+    Returns
+    -------
+    bool
+    """
+    if type(est).__name__ == "FrozenEstimator" and hasattr(est, "estimator"):
+        return mixes_rows(est.estimator)
+    declared = getattr(est, "__fdp_mixes_rows__", None)
+    if callable(declared):
+        return bool(declared())
+    return type(est).__name__ in _ROW_WISE
 
 
 def _uses_label(est):
@@ -115,6 +151,10 @@ def _column_blocks(est, in_names, n_in, out_names):
     inner = getattr(est, "estimator", None) if type(est).__name__ == "FrozenEstimator" else None
     if inner is not None:
         return _column_blocks(inner, in_names, n_in, out_names)
+    if in_names is None:  # an array without names: sklearn's default input names
+        in_names = [f"x{i}" for i in range(n_in)]
+        if list(out_names) != in_names:
+            in_names = None
     if in_names is not None and len(out_names) == n_in and list(out_names) == list(in_names):
         return [[i] for i in range(n_in)]  # one-to-one (scalers, imputers, Normalizer)
     counts = getattr(est, "_n_features_outs", None)  # OneHotEncoder, per input column
@@ -252,11 +292,14 @@ class _Tracer:
         else:
             reached = {j for i in private_out if i < len(blocks) for j in blocks[i]}
         n_out = len(out_names) if out_names is not None else n_in
-        if _is_private_step(est):
-            status = "private"
-        elif type(est).__name__ in _ROW_WISE and (reached is None or reached) and (
+        if mixes_rows(est) and (reached is None or reached) and (
                 private_out is not None and n_out is not None and len(private_out) < n_out):
-            status = "mix"  # public outputs divided by a norm that has private terms
+            # Public outputs scaled by a row norm that has protected terms (a
+            # private step too: its dp_event_ covers its fitted state, not the
+            # row-wise map its transform applies to every record).
+            status = "mix"
+        elif _is_private_step(est):
+            status = "private"
         elif not _learns(est):
             status = "free"
         else:
@@ -384,12 +427,20 @@ def _split_message(columns, final_name):
 
 def _leak_message(step, final_name):
     if step.status == "mix":
+        per_block = ""
+        if _is_private_step(step.estimator):
+            per_block = (
+                "Its dp_event_ covers its fitted state only, not this map of every "
+                "row. Centre public and protected columns apart (one private step per "
+                "block in a ColumnTransformer), or use row_scaling='none' on rows "
+                "bounded upstream by data-independent constants. ")
         return (
             f"Step {step.name!r} ({type(step.estimator).__name__}) divides every column by "
             f"the row's norm, which includes the protected column(s) {step.columns!r}: "
             f"the public columns {final_name} learns from without noise then depend on "
-            "protected values, so the public part the feature-DP guarantee takes as "
-            "given is not. Bound the rows with data-independent constants instead (e.g. "
+            "protected values (they reveal them), so the public part the feature-DP "
+            f"guarantee takes as given is not. {per_block}"
+            "Bound the rows with data-independent constants instead (e.g. "
             "fixed-range scaling of every column, then a constant factor), or rely on "
             "max_grad_norm clipping. (Harmless only when the protected columns add the "
             "same amount to every row's norm, e.g. one-hot blocks of a column with no "
@@ -524,6 +575,12 @@ class PrivatePipeline(Pipeline):
         return Xt
 
     def _fit_with_names(self, method, X, y, **params):
+        # The original column names tell the last step's name specs a one-hot
+        # output ("age_young") from a different column ("age_at_diagnosis").
+        with original_column_names(_input_column_names(X)):
+            return self._fit_with_transformed_names(method, X, y, **params)
+
+    def _fit_with_transformed_names(self, method, X, y, **params):
         final_name, final = self.steps[-1]
         if (len(self.steps) < 2 or final is None or isinstance(final, str)
                 or not _accepts_feature_names(final)
@@ -572,6 +629,18 @@ class PrivatePipeline(Pipeline):
         for step in self.preprocessing_audit_:
             if step.status in ("leak", "mix"):
                 warnings.warn(_leak_message(step, final), PrivacyLeakWarning, stacklevel=3)
+
+
+def _input_column_names(X):
+    """Column names of a pipeline's input: a DataFrame's, scikit-learn's x0, x1, ... for an
+    array, None when unknown."""
+    columns = getattr(X, "columns", None)
+    if columns is not None:
+        return [str(c) for c in columns]
+    shape = getattr(X, "shape", None)
+    if shape is not None and len(shape) == 2:
+        return [f"x{i}" for i in range(shape[1])]
+    return None
 
 
 def _accepts_feature_names(est):

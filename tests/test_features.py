@@ -3,12 +3,14 @@
 import numpy as np
 import pytest
 
-from sklearn_fdp.features import resolve_feature_spec
+from sklearn_fdp import PrivacyLeakWarning
+from sklearn_fdp.features import original_column_names, resolve_feature_spec
 
 ADULT_OUT = np.array([
     "num__age", "num__hours-per-week", "cat__sex_Female", "cat__sex_Male",
     "cat__race_White", "cat__race_Black", "remainder__fnlwgt",
 ])
+ADULT_IN = ["age", "hours-per-week", "sex", "race", "fnlwgt"]
 
 
 def _resolve(public=None, private=None, n=5, names=None, **kw):
@@ -35,9 +37,15 @@ def test_exact_names_and_encoder_outputs():
     names = ADULT_OUT
     mask = _resolve(private=["sex"], n=len(names), names=names)
     assert list(names[~mask]) == ["cat__sex_Female", "cat__sex_Male"]
-    mask = _resolve(public=["age", "race", "fnlwgt"], n=len(names), names=names)
+    mask = _resolve(public=["age", "race", "fnlwgt"], n=len(names), names=names,
+                    original_names=ADULT_IN)
     assert list(names[mask]) == ["num__age", "cat__race_White", "cat__race_Black",
                                  "remainder__fnlwgt"]
+    # Without the original names a public one-hot match cannot be told from a
+    # different column that starts with "race": the same columns, with a warning.
+    with pytest.warns(PrivacyLeakWarning, match=r"\{'race': \['cat__race_White'"):
+        mask2 = _resolve(public=["age", "race", "fnlwgt"], n=len(names), names=names)
+    np.testing.assert_array_equal(mask, mask2)
     # An exact column name selects that column only.
     mask = _resolve(public=["cat__sex_Male"], n=len(names), names=names)
     assert list(names[mask]) == ["cat__sex_Male"]
@@ -80,3 +88,27 @@ def test_nothing_private_raises_unless_label_private():
 def test_error_names_the_estimator_and_parameter():
     with pytest.raises(ValueError, match="`private_features` of Est"):
         _resolve(private=[9])
+
+
+def test_a_name_does_not_match_a_longer_column_that_shares_its_prefix():
+    """Issue 16 item 8: public_features=["age"] must not make age_at_diagnosis public."""
+    # A DataFrame's own columns: names are the original columns, matched exactly.
+    plain = np.array(["age", "age_at_diagnosis", "sex_ratio", "sex"])
+    mask = _resolve(public=["age"], n=4, names=plain, label_public=False)
+    assert list(plain[mask]) == ["age"]
+    mask = _resolve(private=["age", "sex"], n=4, names=plain)
+    assert list(plain[~mask]) == ["age", "sex"]
+    # Transformer outputs: "age" keeps its one-hot expansion and its scaled
+    # column, not the column age_at_diagnosis (passed through or scaled) nor the
+    # one-hot outputs of age_at_diagnosis_days: that takes the original names.
+    names = np.array(["num__age_at_diagnosis", "cat__age_young", "cat__age_old",
+                      "cat__age_at_diagnosis_days_early", "num__hours"])
+    originals = ["age", "age_at_diagnosis", "age_at_diagnosis_days", "hours"]
+    mask = _resolve(public=["age", "hours"], n=5, names=names, original_names=originals)
+    assert list(names[mask]) == ["cat__age_young", "cat__age_old", "num__hours"]
+    with original_column_names(originals):  # as PrivatePipeline passes them
+        mask = _resolve(private=["age"], n=5, names=names)
+    assert list(names[~mask]) == ["cat__age_young", "cat__age_old"]
+    # Unknown original names: the extra matches are named in a warning.
+    with pytest.warns(PrivacyLeakWarning, match=r"'num__age_at_diagnosis'"):
+        _resolve(public=["age", "hours"], n=5, names=names, label_public=False)

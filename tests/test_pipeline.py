@@ -1,5 +1,7 @@
 """PrivatePipeline: original column names through a ColumnTransformer, and leak checks."""
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -184,8 +186,11 @@ def test_private_and_frozen_steps_are_not_leaks(data):
     X, y = data
     Xn = X[["age", "hours"]].to_numpy() / 60.0
     scaler = FrozenEstimator(StandardScaler().fit(Xn))  # fitted elsewhere (public data)
+    # row_scaling="none": the default ("normalize") divides the public column by a
+    # norm that contains the protected one (issue 16 item 2), a "mix".
     pipe = PrivatePipeline([
-        ("center", PrivateMeanCenterer(epsilon=1.0, delta=1e-4, norm_bound=1.0)),
+        ("center", PrivateMeanCenterer(epsilon=1.0, delta=1e-4, norm_bound=1.5,
+                                       row_scaling="none")),
         ("frozen", scaler),
         ("clf", _clf(private_features=[0])),
     ])
@@ -194,6 +199,11 @@ def test_private_and_frozen_steps_are_not_leaks(data):
     assert statuses == ["private", "free"]
     report = privacy_report(pipe)
     assert len([s for s in report.steps if s["kind"] == "private"]) == 2
+    assert report.is_private
+    pipe.set_params(center__row_scaling="normalize")
+    with pytest.warns(PrivacyLeakWarning, match=r"'center' \(PrivateMeanCenterer\)"):
+        pipe.fit(Xn, y)
+    assert [s.status for s in pipe.preprocessing_audit_] == ["mix", "free"]
 
 
 def test_supervised_step_leaks_a_private_label(data):
@@ -356,3 +366,81 @@ def test_report_names_protected_input_columns(data):
     assert pipe.protected_input_columns_ == ["sex", "race"]
     unit = privacy_report(pipe).protected_unit
     assert unit.endswith("pipeline input columns protected: [sex, race]")
+
+
+@pytest.mark.parametrize("row_scaling", ["normalize", "clip"])
+def test_private_mean_centerer_rescaling_rows_leaks_into_public_columns(row_scaling):
+    """Issue 16 item 2: the centerer's row scaling divides the public columns by a
+    norm that contains the protected column, which is then recovered exactly."""
+    rng = np.random.default_rng(0)
+    n = 400
+    X = np.column_stack([rng.uniform(0.5, 1.0, n), rng.uniform(0.5, 1.0, n),
+                         rng.uniform(0.0, 2.0, n)])  # columns 0, 1 public; 2 protected
+    y = (X[:, 0] > 0.75).astype(int)
+    centerer = PrivateMeanCenterer(epsilon=1.0, delta=1e-4, norm_bound=1.0,
+                                   row_scaling=row_scaling, random_state=0)
+    pipe = make_private_pipeline(centerer, _clf(private_features=[2]))
+    with pytest.warns(PrivacyLeakWarning, match=r"PrivateMeanCenterer.*\['x2'\]"):
+        pipe.fit(X, y)
+    # The attack: the public part (columns 0, 1), the released mean_ and the public
+    # columns handed to the estimator give the row norm, hence |protected value|.
+    Z = pipe[:-1].transform(X)[:, pipe[-1].public_mask_]
+    scaled = Z + pipe[0].mean_[:2]  # = x_pub * factor(||x||)
+    factor = scaled[:, 0] / X[:, 0]
+    if row_scaling == "normalize":
+        norm = 1.0 / factor
+    else:  # "clip": only rows above the bound are rescaled (and so revealed)
+        norm = np.where(np.isclose(factor, 1.0), np.nan, 1.0 / factor)
+    recovered = np.sqrt(norm**2 - X[:, 0] ** 2 - X[:, 1] ** 2)
+    shown = ~np.isnan(recovered)
+    assert shown.sum() > n // 2
+    np.testing.assert_allclose(recovered[shown], X[shown, 2], rtol=1e-6)
+    assert [s.status for s in pipe.preprocessing_audit_] == ["mix"]
+    report = privacy_report(pipe)
+    assert not report.is_private and math.isinf(report.epsilon_rdp)
+    assert any("PrivateMeanCenterer" in w and "['x2']" in w for w in report.warnings)
+
+
+def test_private_mean_centerer_per_block_is_not_a_leak():
+    """The fix the warning suggests: one centerer per block (or row_scaling="none")."""
+    rng = np.random.default_rng(1)
+    n = 400
+    X = np.column_stack([rng.uniform(0.5, 1.0, n), rng.uniform(0.5, 1.0, n),
+                         rng.uniform(0.0, 2.0, n)])
+    y = (X[:, 0] > 0.75).astype(int)
+    kw = dict(epsilon=1.0, delta=1e-4, norm_bound=1.0, random_state=0)
+    per_block = ColumnTransformer([("pub", PrivateMeanCenterer(**kw), [0, 1]),
+                                   ("priv", PrivateMeanCenterer(**kw), [2])])
+    pipe = make_private_pipeline(per_block, _clf(private_features=[2])).fit(X, y)
+    assert [s.status for s in pipe.preprocessing_audit_] == ["private", "private"]
+    report = privacy_report(pipe)
+    assert report.is_private and report.warnings == []
+    pipe = make_private_pipeline(PrivateMeanCenterer(row_scaling="none", **kw),
+                                 _clf(private_features=[2])).fit(X, y)
+    assert [s.status for s in pipe.preprocessing_audit_] == ["private"]
+    assert privacy_report(pipe).is_private
+
+
+def test_public_name_does_not_select_a_longer_original_column():
+    """Issue 16 item 8 through a pipeline: 'age' is one-hot encoded, 'age_at_diagnosis'
+    is a different (protected) column, also one-hot encoded."""
+    rng = np.random.default_rng(0)
+    n = 200
+    X = pd.DataFrame({
+        "age": rng.choice(["young", "old"], n),
+        "age_at_diagnosis": rng.choice(["early", "late"], n),
+        "hours": rng.uniform(0, 1, n),
+    })
+    y = (X["hours"] > 0.5).astype(int).to_numpy()
+    ct = ColumnTransformer([
+        ("cat", OneHotEncoder(categories=[["young", "old"], ["early", "late"]]),
+         ["age", "age_at_diagnosis"]),
+        ("num", FunctionTransformer(feature_names_out="one-to-one"), ["hours"]),
+    ])
+    pipe = make_private_pipeline(ct, _clf(public_features=["age", "hours"],
+                                          private_features=None, label_public=True))
+    pipe.fit(X, y)
+    clf = pipe[-1]
+    names = np.asarray(clf.feature_names_)
+    assert list(names[clf.public_mask_]) == ["cat__age_young", "cat__age_old", "num__hours"]
+    assert pipe.protected_input_columns_ == ["age_at_diagnosis"]

@@ -86,6 +86,13 @@ class DPSGDClassifier(BaseDPLinearClassifier):
         ``epsilon_``, is the same.
     verbose : int, default=0
         Print the ε spent after every epoch.
+    classes : array-like of shape (n_classes,) or None, default=None
+        Every label the task can have, a public list chosen without looking
+        at ``y``; ``classes_`` is then this list (sorted) whatever ``y``
+        holds, and a label of ``y`` outside it raises ``ValueError``. None:
+        ``classes_`` is read from ``y`` and is not private (a label seen
+        once, or missing, shows in it); give ``classes`` whenever the label
+        is protected and some class may be rare.
 
     Attributes
     ----------
@@ -123,7 +130,9 @@ class DPSGDClassifier(BaseDPLinearClassifier):
     self-composed Poisson-subsampled Gaussian. The noisy sum is divided by
     the expected batch size ``q n``, never the realised one. Treated as
     public: the number of rows ``n`` and the set of class labels
-    (``classes_``). All other hyperparameters must be chosen without looking
+    (``classes_``): pass ``classes`` to make that true, otherwise
+    ``classes_`` is read from ``y`` without noise (a label held by a single
+    record reveals that record's label). All other hyperparameters must be chosen without looking
     at the private data, or the choice must itself be accounted for (see
     ``sklearn_fdp.accounting``).
 
@@ -164,6 +173,7 @@ class DPSGDClassifier(BaseDPLinearClassifier):
         random_state=None,
         noise="default",
         verbose=0,
+        classes=None,
     ):
         self.loss = loss
         self.epsilon = epsilon
@@ -183,6 +193,7 @@ class DPSGDClassifier(BaseDPLinearClassifier):
         self.random_state = random_state
         self.noise = noise
         self.verbose = verbose
+        self.classes = classes
 
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit

@@ -82,8 +82,10 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         names or a callable ``name -> bool`` (see
         :func:`sklearn_fdp.features.resolve_feature_spec`; an original column
         name such as ``"sex"`` also selects its one-hot outputs
-        ``"cat__sex_Male"``, ...). Give exactly one of ``public_features``
-        and ``private_features``.
+        ``"cat__sex_Male"``, ..., but not a different column ``"sex_ratio"``
+        when the original column names are known, as inside
+        :class:`~sklearn_fdp.pipeline.PrivatePipeline`). Give exactly one of
+        ``public_features`` and ``private_features``.
     private_features : spec or None, default=None
         Columns to protect; every other column is public.
     label_public : bool, default=False
@@ -197,6 +199,13 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         the same.
     verbose : int, default=0
         Print the ε spent after every epoch.
+    classes : array-like of shape (n_classes,) or None, default=None
+        Every label the task can have, a public list chosen without looking
+        at ``y``; ``classes_`` is then this list (sorted) whatever ``y``
+        holds, and a label of ``y`` outside it raises ``ValueError``. None:
+        ``classes_`` is read from ``y`` and is not private (a label seen
+        once, or missing, shows in it); give ``classes`` whenever the label
+        is protected and some class may be rare.
 
     Attributes
     ----------
@@ -270,7 +279,9 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
     ``noise="secure"``). Public
     pretraining reads only public data (Remark 2). NOT protected: the
     public columns, the label when ``label_public=True``, ``n``, the set of
-    classes. Feature DP does not hide whether a record is in the data (its
+    classes (``classes_``: with a protected label pass ``classes``, otherwise
+    it is read from ``y`` without noise and a label held by a single record
+    shows in it). Feature DP does not hide whether a record is in the data (its
     public part is assumed known); use :class:`DPSGDClassifier` for
     membership privacy. Declaring a column public that is not leaked
     anyway weakens the protection of the rest through correlations.
@@ -341,6 +352,7 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         random_state=None,
         noise="default",
         verbose=0,
+        classes=None,
     ):
         self.public_features = public_features
         self.private_features = private_features
@@ -367,6 +379,7 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         self.random_state = random_state
         self.noise = noise
         self.verbose = verbose
+        self.classes = classes
 
     # -- hooks of BaseDPLinearClassifier -------------------------------------
 

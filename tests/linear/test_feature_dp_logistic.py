@@ -537,3 +537,34 @@ def test_private_gradient_norms_are_the_explicit_norms_at_any_public_scale(pad, 
         want = public_block + (priv**2).sum()
         # rows 0-9 (r = r_pub) are the private block alone, whatever the public scale
         np.testing.assert_allclose(got[i], want, rtol=1e-13)
+
+
+# -- issue 16 item 10: classes_ under label DP ----------------------------------
+
+
+@pytest.mark.parametrize("make", [
+    lambda **kw: FeatureDPLogisticRegression(private_features=[], label_public=False, **kw),
+    lambda **kw: DPSGDClassifier(**kw),
+])
+def test_classes_parameter_makes_classes_independent_of_the_data(multiclass, make):
+    """A label seen once in y appears in classes_ (it reveals that record's label);
+    classes= fixes classes_ whatever the data hold."""
+    X, y = multiclass
+    y = np.where(y == 2, 1, y)  # labels {0, 1}
+    y_single = y.copy()
+    y_single[7] = 2  # one record with label 2: its neighbour has label 1
+    kw = dict(epsilon=3.0, delta=1e-5, epochs=1, accountant="rdp", random_state=0)
+    assert make(**kw).fit(X, y).classes_.tolist() == [0, 1]
+    assert make(**kw).fit(X, y_single).classes_.tolist() == [0, 1, 2]  # the leak
+    a = make(classes=[0, 1, 2], **kw).fit(X, y)
+    b = make(classes=[2, 1, 0], **kw).fit(X, y_single)
+    assert a.classes_.tolist() == b.classes_.tolist() == [0, 1, 2]
+    assert a.coef_.shape == b.coef_.shape == (3, X.shape[1])
+    assert set(np.unique(a.predict(X))) <= {0, 1, 2}
+    assert a.predict_proba(X).shape == (len(y), 3)
+    with pytest.raises(ValueError, match=r"labels \[2\] that are not in `classes` \[0, 1\]"):
+        make(classes=[0, 1], **kw).fit(X, y_single)
+    with pytest.raises(ValueError, match="at least 2 distinct labels"):
+        make(classes=[1], **kw).fit(X, y)
+    with pytest.raises(ValueError, match="at least 2 distinct labels"):
+        make(classes=[1, 1], **kw).fit(X, y)
