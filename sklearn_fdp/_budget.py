@@ -76,7 +76,7 @@ class DPSGDBudgetMixin:
         return "rdp"
 
     def _budget(self, n_samples, sampling_rate, steps):
-        """Noise multiplier, the fit's DpEvent, its ε and the accountant used."""
+        """Noise multiplier, the fit's DpEvent, its ε and the accountant that gave it."""
         others = tuple(self._other_events())
         if self.noise_multiplier is None:
             accountant = self._resolve_accountant(self.epsilon)
@@ -98,7 +98,10 @@ class DPSGDBudgetMixin:
             rough = (accounting.epsilon_of_event(event, self.delta)
                      if self.neighboring == "add_remove" else 0.0)
             accountant = self._resolve_accountant(rough)
-        spent = accounting.epsilon_of_event(
+        # The accountant that answered: where the one asked for fails (e.g.
+        # RDP's ε = 0 under huge noise) the other answers, for the calibration
+        # above too, so `spent` is the ε the noise was calibrated for.
+        spent, accountant = accounting.epsilon_and_accountant(
             event, self.delta, accountant=accountant, neighboring=self.neighboring
         )
         if self.epsilon is not None and spent > self.epsilon:

@@ -178,12 +178,20 @@ def _relation(est):
     return getattr(est, "neighboring_", None) or getattr(est, "neighboring", "add_remove")
 
 
-def _safe_epsilon(event, delta, accountant, neighboring):
+def _safe_epsilon(event, delta, accountant, neighboring, notes=None):
+    """ε of ``event`` (None if it cannot be accounted); ``notes`` collects a line
+    when the other accountant had to answer (e.g. RDP's ε = 0 under huge noise)."""
     try:
-        return accounting.epsilon_of_event(event, delta, accountant=accountant,
-                                           neighboring=neighboring)
+        eps, used = accounting.epsilon_and_accountant(event, delta, accountant=accountant,
+                                                      neighboring=neighboring)
     except Exception:  # noqa: BLE001 - e.g. PLD cannot account RepeatAndSelect
         return None
+    if used != accountant and notes is not None:
+        notes.append(
+            f"the {accountant.upper()} accountant cannot resolve this total (its answer "
+            f"was 0, infinite, or set by its largest order at delta {delta:g}): the "
+            f"{accountant.upper()} figure is the {used.upper()} accountant's")
+    return eps
 
 
 class PrivacyReport:
@@ -412,9 +420,9 @@ def privacy_report(estimator, delta=None, *, pld=True):
     eps_rdp = eps_pld = None
     if private and neighboring is not None:
         event = accounting.compose_events(*(e.dp_event_ for _, e in private))
-        eps_rdp = _safe_epsilon(event, delta, "rdp", neighboring)
+        eps_rdp = _safe_epsilon(event, delta, "rdp", neighboring, warnings_)
         if pld:
-            eps_pld = _safe_epsilon(event, delta, "pld", neighboring)
+            eps_pld = _safe_epsilon(event, delta, "pld", neighboring, warnings_)
     elif not private:
         eps_rdp = eps_pld = math.inf
         warnings_.append("no private step: nothing here is differentially private")

@@ -27,6 +27,15 @@ dp-accounting pitfalls handled here (release 0.6.0):
   multiplier, which is exact. The RDP accountant rejects Poisson sampling
   under ``REPLACE_ONE``; use ``accountant="pld"`` there (the PLD accountant
   models the replace-one subsampled Gaussian exactly, sensitivity ``2C``).
+* The RDP accountant returns ε = 0 once a total-variation shortcut applies
+  (very large noise), and cannot go below ≈ log(1/δ)/1023 otherwise (its
+  largest order is 1024): an answer of 0, or one set by the largest order, is
+  a failure of that accountant here, and the PLD accountant answers instead
+  (see :func:`epsilon_and_accountant`). The PLD accountant's default
+  discretisation (1e-4) overstates small ε many times over (×17 at ε ≈ 6e-5,
+  3,000 steps) and makes large ε very slow; its discretisation is adapted to
+  the ε it resolves, and below δ = 1e-12, where its truncated mass (about
+  1e-15) decides the answer, RDP answers instead. No reported ε is 0.
 """
 
 import contextlib
@@ -47,6 +56,7 @@ __all__ = [
     "gaussian_event",
     "compose_events",
     "epsilon_of_event",
+    "epsilon_and_accountant",
     "compute_epsilon",
     "calibrate_noise_multiplier",
     "gaussian_noise_multiplier",
@@ -164,16 +174,6 @@ def compose_events(*events):
     return dp_accounting.ComposedDpEvent(list(events))
 
 
-def _make_accountant(accountant, neighboring):
-    _check_choice("accountant", accountant, ACCOUNTANTS)
-    _check_choice("neighboring", neighboring, NEIGHBORING_RELATIONS)
-    if accountant == "pld":
-        return pld_privacy_accountant.PLDAccountant(_RELATION[neighboring])
-    # See the module docstring: RDP is always run under add/remove, with the
-    # replace-one Gaussian rewritten exactly as an add/remove one.
-    return rdp_privacy_accountant.RdpAccountant()
-
-
 def _rdp_replace_one(event):
     """Rewrite ``event`` so that RDP under add/remove accounts it under replace-one."""
     if isinstance(event, dp_accounting.GaussianDpEvent):
@@ -205,28 +205,178 @@ def _quiet_absl():
         logger.setLevel(level)
 
 
-_EPSILON_CACHE = {}  # (repr(event), delta, accountant, neighboring) -> ε
+# PLD discretisation (see _pld_epsilon): dp-accounting's default interval up to
+# ε ≈ 30, ε/300000 above, and ten times finer while ε < _PLD_RESOLUTION
+# intervals, as long as the grid stays below _PLD_MAX_POINTS.
+_PLD_INTERVAL = 1e-4
+_PLD_COARSE_INTERVAL = 1e-2
+_PLD_RESOLUTION = 100
+_PLD_MAX_POINTS = 1_000_000
+_PLD_MIN_INTERVAL = 1e-12
+# Below this δ the PLD accountant is not used: its answer rests on the mass it
+# puts at infinite loss (the ~1e-22 it truncates per step, the 1e-15 it drops
+# per composition), which float rounding loses -- measured: a finite ε at
+# δ = 1e-300 for some σ, inf for the σ next to it.
+_PLD_MIN_DELTA = 1e-12
+
+_EPSILON_CACHE = {}  # (repr(event), delta, accountant, neighboring) -> (ε, accountant used)
 _EPSILON_CACHE_SIZE = 1024
+
+
+def _rdp_raw(event, delta, neighboring):
+    """dp-accounting's RDP ε, and whether its optimum is the largest order."""
+    acc = rdp_privacy_accountant.RdpAccountant()
+    acc.compose(_rdp_replace_one(event) if neighboring == "replace" else event)
+    eps, order = acc.get_epsilon_and_optimal_order(delta)
+    return float(eps), bool(order >= max(acc.orders))
+
+
+def _pld_raw(event, delta, neighboring, interval):
+    """dp-accounting's PLD ε at this discretisation, and the size of its grid."""
+    acc = pld_privacy_accountant.PLDAccountant(_RELATION[neighboring],
+                                               value_discretization_interval=interval)
+    acc.compose(event)
+    eps = float(acc.get_epsilon(delta))
+    try:  # dp-accounting internals; without them, no refinement
+        pld = acc._pld
+        size = max(pld._pmf_remove.size, pld._pmf_add.size)
+    except AttributeError:  # pragma: no cover - other dp-accounting versions
+        size = math.inf
+    return eps, size
+
+
+def _pld_epsilon(event, delta, neighboring):
+    """PLD ε (pessimistic) with a discretisation adapted to it; never 0.
+
+    A coarse pass sets the scale: above ε ≈ 30 the interval grows with ε
+    (the default 1e-4 takes minutes at ε = 1000). Below ``_PLD_RESOLUTION``
+    intervals the interval is divided by ten while the grid stays small: each
+    answer is an upper bound of the true ε, the smallest is kept. An answer
+    of 0 certifies (0, δ)-DP; the finest interval reached, a positive upper
+    bound, is returned instead.
+    """
+    coarse, _ = _pld_raw(event, delta, neighboring, _PLD_COARSE_INTERVAL)
+    if not math.isfinite(coarse):
+        return coarse  # δ below what PLD reaches, or a non-private step
+    interval = _PLD_INTERVAL * max(1.0, coarse / 30)
+    eps, size = _pld_raw(event, delta, neighboring, interval)
+    while (eps < _PLD_RESOLUTION * interval and interval > _PLD_MIN_INTERVAL
+           and size * 10 <= _PLD_MAX_POINTS):
+        interval /= 10
+        finer, size = _pld_raw(event, delta, neighboring, interval)
+        eps = min(eps, finer)
+    return eps if eps > 0 else interval
+
+
+def _sound(eps):
+    return 0 < eps < math.inf
+
+
+def _account(event, delta, accountant, neighboring):
+    """(ε, accountant that answered) under the rules of the module docstring."""
+    pld_usable = delta >= _PLD_MIN_DELTA
+    if accountant == "rdp" or not pld_usable:
+        try:
+            rdp, capped = _rdp_raw(event, delta, neighboring)
+        except ValueError:  # replace-one Poisson sampling, below PLD's δ
+            if accountant == "rdp":
+                raise
+            return math.inf, "pld"
+        if _sound(rdp) and not capped:
+            return rdp, "rdp"
+        if pld_usable and pld_privacy_accountant.PLDAccountant(
+                _RELATION[neighboring]).supports(event):
+            pld = _pld_epsilon(event, delta, neighboring)
+            if math.isfinite(pld) and not (_sound(rdp) and rdp < pld):
+                return pld, "pld"
+        if _sound(rdp) or rdp == math.inf:
+            return rdp, "rdp"
+        raise ValueError(
+            f"The RDP accountant returns epsilon = {rdp!r} at delta = {delta!r} for "
+            f"{type(event).__name__}, and the PLD accountant cannot answer instead (it "
+            "does not handle this event, or delta is below 1e-12): the noise is so large "
+            "that RDP's total-variation shortcut applies. Lower the noise (a smaller "
+            "noise_multiplier or more trials), or raise delta."
+        )
+    pld = _pld_epsilon(event, delta, neighboring)
+    if math.isfinite(pld):
+        return pld, "pld"
+    try:  # δ below PLD's truncated mass: RDP may still certify it
+        rdp, _ = _rdp_raw(event, delta, neighboring)
+    except ValueError:  # replace-one Poisson sampling: PLD only
+        return pld, "pld"
+    return (rdp, "rdp") if _sound(rdp) else (pld, "pld")
 
 
 def _epsilon_cached(event, delta, accountant, neighboring):
     # DpEvents holding lists are unhashable; their attrs repr is a faithful key.
     key = (repr(event), delta, accountant, neighboring)
     if key not in _EPSILON_CACHE:
-        acc = _make_accountant(accountant, neighboring)
-        accounted = _rdp_replace_one(event) if (accountant, neighboring) == (
-            "rdp", "replace") else event
         with _quiet_absl():
-            acc.compose(accounted)
-            eps = float(acc.get_epsilon(delta))
+            answer = _account(event, delta, accountant, neighboring)
         if len(_EPSILON_CACHE) >= _EPSILON_CACHE_SIZE:
             _EPSILON_CACHE.clear()
-        _EPSILON_CACHE[key] = eps
+        _EPSILON_CACHE[key] = answer
     return _EPSILON_CACHE[key]
+
+
+def epsilon_and_accountant(event, delta, *, accountant="rdp", neighboring="add_remove"):
+    """ε at ``delta`` of a DpEvent, and the accountant that gave it.
+
+    ``accountant`` is asked first. Its answer is a failure, and the other
+    accountant answers, when it is not a positive finite number or (RDP)
+    when it is set by RDP's largest order (a floor of about
+    ``log(1/δ)/1023``, not a property of the mechanism):
+
+    * RDP returns 0 once its total-variation shortcut applies (huge noise),
+      which would report ε = 0; PLD answers instead.
+    * PLD returns ``inf`` for δ below the probability mass it truncates
+      (about 1e-15), and is unreliable there (float rounding loses that
+      mass): below δ = 1e-12 RDP answers instead.
+
+    PLD's discretisation is adapted to the ε it resolves (finer for small ε,
+    coarser for very large ε; always pessimistic, so the answer is an upper
+    bound of the true ε). Where PLD certifies ε = 0, the finest
+    discretisation interval reached, a positive upper bound, is returned: no
+    answer is 0. ``inf`` means that no accountant certifies this δ (or a
+    step is not private).
+
+    Parameters
+    ----------
+    event : dp_accounting.DpEvent
+        What was run, e.g. a fitted estimator's ``dp_event_``.
+    delta : float
+        Target δ in [0, 1).
+    accountant : {"rdp", "pld"}, default="rdp"
+        The accountant asked first.
+    neighboring : {"add_remove", "replace"}, default="add_remove"
+        The neighbouring relation of the guarantee.
+
+    Returns
+    -------
+    epsilon : float
+        > 0, possibly ``inf``.
+    accountant : {"rdp", "pld"}
+        The accountant whose answer ``epsilon`` is.
+
+    Raises
+    ------
+    ValueError
+        When RDP returns 0 for an event that PLD cannot account
+        (``RepeatAndSelectDpEvent``), or the event is not supported.
+    """
+    _check_delta(delta)
+    _check_choice("accountant", accountant, ACCOUNTANTS)
+    _check_choice("neighboring", neighboring, NEIGHBORING_RELATIONS)
+    return _epsilon_cached(event, float(delta), accountant, neighboring)
 
 
 def epsilon_of_event(event, delta, *, accountant="rdp", neighboring="add_remove"):
     """ε at ``delta`` of a DpEvent, by dp-accounting's RDP or PLD accountant.
+
+    Where the requested accountant fails (an answer of 0, ``inf`` below what
+    it reaches, or RDP's largest-order floor), the other one answers: see
+    :func:`epsilon_and_accountant`, which also says which one did.
 
     Parameters
     ----------
@@ -242,12 +392,11 @@ def epsilon_of_event(event, delta, *, accountant="rdp", neighboring="add_remove"
     Returns
     -------
     epsilon : float
-        ``inf`` when the event contains a non-private step.
+        > 0; ``inf`` when the event contains a non-private step or no
+        accountant certifies ``delta``.
     """
-    _check_delta(delta)
-    _check_choice("accountant", accountant, ACCOUNTANTS)
-    _check_choice("neighboring", neighboring, NEIGHBORING_RELATIONS)
-    return _epsilon_cached(event, float(delta), accountant, neighboring)
+    return epsilon_and_accountant(event, delta, accountant=accountant,
+                                  neighboring=neighboring)[0]
 
 
 def compute_epsilon(
@@ -329,7 +478,10 @@ def calibrate_noise_multiplier(
     Raises
     ------
     BudgetExceededError
-        When ``other_events`` alone already spend ``epsilon``.
+        When ``other_events`` alone already spend ``epsilon``, or when no
+        noise multiplier up to 1e6 meets ``epsilon`` at ``delta`` (the message
+        gives the smallest ε that can be certified, or says that ``delta`` is
+        below what the accountants reach).
     """
     from .exceptions import BudgetExceededError
 
@@ -359,19 +511,50 @@ def calibrate_noise_multiplier(
     key = (float(epsilon), float(delta), float(sampling_rate), int(steps), accountant,
            neighboring, repr(other_events), float(tol))
     if key not in _SIGMA_CACHE:
+        run = (f"{steps} step(s) at sampling rate {sampling_rate:g}"
+               + (" composed with other mechanisms" if other_events else ""))
+        with _quiet_absl():
+            sigma = _calibrate(eps, epsilon, delta, sampling_rate, steps, accountant,
+                               neighboring, other_events, tol, run)
         if len(_SIGMA_CACHE) >= _EPSILON_CACHE_SIZE:
             _SIGMA_CACHE.clear()
-        _SIGMA_CACHE[key] = _calibrate(eps, make_event, epsilon, delta, sampling_rate, steps,
-                                       accountant, neighboring, other_events, tol)
+        _SIGMA_CACHE[key] = sigma
     return _SIGMA_CACHE[key]
 
 
 _SIGMA_CACHE = {}
 
 
-def _calibrate(eps, make_event, epsilon, delta, sampling_rate, steps, accountant,
-               neighboring, other_events, tol):
+def _unreachable(epsilon, delta, floor, accountant, run):
+    """The error of a target that no noise multiplier up to the ceiling meets."""
     from .exceptions import BudgetExceededError
+
+    if math.isfinite(floor):
+        fix = (f"the smallest ε certified there is {floor:.3g} ({accountant} accountant). "
+               f"Raise epsilon to at least {floor:.3g}, raise delta, or take fewer steps "
+               "(epochs)")
+    else:
+        fix = ("neither accountant certifies so small a delta (PLD truncates about "
+               "1e-15 of the probability mass; RDP's largest order is 1024). Raise delta "
+               "(1e-5 or 1 / n_samples**1.1 are usual), or raise epsilon")
+    return BudgetExceededError(
+        f"epsilon={epsilon!r} at delta={delta!r} cannot be met by {run}: it needs a "
+        f"noise multiplier above {_SIGMA_CEILING:g} (a model trained with that much noise "
+        f"is pure noise), and {fix}."
+    )
+
+
+def _calibrate(eps, epsilon, delta, sampling_rate, steps, accountant, neighboring,
+               other_events, tol, run):
+    """Smallest σ in the bracket with ``eps(σ) <= epsilon``, ``eps`` the reported ε.
+
+    ``eps`` is :func:`epsilon_of_event` of the run: the same rule (fallback
+    between accountants, PLD discretisation) that reports the fit's ε, so the
+    σ returned meets the target under the accountant that will report it.
+    ``eps`` is decreasing in σ up to small steps where the rule changes; the
+    bracket is checked at both ends and the result at the end.
+    """
+    from scipy import optimize
 
     # Explicit bracket [lo, hi] with eps(lo) > epsilon >= eps(hi).
     if accountant == "pld" and neighboring == "add_remove":
@@ -379,6 +562,10 @@ def _calibrate(eps, make_event, epsilon, delta, sampling_rate, steps, accountant
         # σ is rarely more than 20 % below it. Saves most PLD evaluations.
         hi = calibrate_noise_multiplier(epsilon, delta, sampling_rate, steps,
                                         accountant="rdp", other_events=other_events, tol=tol)
+        while eps(hi) > epsilon:  # rare: PLD above RDP (discretisation, tiny δ)
+            hi *= 1.25
+            if hi > _SIGMA_CEILING:
+                raise _unreachable(epsilon, delta, eps(_SIGMA_CEILING), accountant, run)
         lo = 0.8 * hi
         while eps(lo) <= epsilon:
             hi, lo = lo, lo * 0.8
@@ -390,38 +577,27 @@ def _calibrate(eps, make_event, epsilon, delta, sampling_rate, steps, accountant
             while eps(hi) > epsilon:
                 lo, hi = hi, hi * 2
                 if hi > _SIGMA_CEILING:
-                    raise BudgetExceededError(
-                        f"No noise multiplier up to {_SIGMA_CEILING:g} reaches epsilon = "
-                        f"{epsilon!r} at delta = {delta!r}; increase epsilon or delta."
-                    )
+                    raise _unreachable(epsilon, delta, eps(_SIGMA_CEILING), accountant, run)
         else:
             while eps(lo) <= epsilon:
                 hi, lo = lo, lo / 2
                 if lo < _SIGMA_FLOOR:
                     return hi
 
-    def make_fresh_accountant():
-        return _make_accountant(accountant, neighboring)
-
-    def make_accounted_event(sigma):
-        event = make_event(sigma)
-        if accountant == "rdp" and neighboring == "replace":
-            event = _rdp_replace_one(event)
-        return event
-
-    with _quiet_absl():
-        sigma = mechanism_calibration.calibrate_dp_mechanism(
-            make_fresh_accountant,
-            make_accounted_event,
-            float(epsilon),
-            float(delta),
-            mechanism_calibration.ExplicitBracketInterval(lo, hi),
-            tol=tol * lo,
-        )
-    # dp-accounting guarantees a non-positive gap; check it with our own cache.
-    while eps(sigma) > epsilon:  # pragma: no cover - defensive
-        sigma *= 1 + tol
-    return float(sigma)
+    # As dp-accounting's calibrate_dp_mechanism (brentq on ε - target, then a
+    # step of tol to the safe side), but on the reported ε.
+    xtol = tol * lo
+    root, result = optimize.brentq(lambda s: eps(s) - epsilon, lo, hi, xtol=xtol,
+                                   full_output=True)
+    if result.converged and eps(root) > epsilon and eps(root + xtol) <= epsilon:
+        root += xtol
+    if not result.converged or eps(root) > epsilon:
+        # Bisection keeping eps(hi) <= epsilon (a step of the rule confused brentq).
+        while hi - lo > xtol:
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if eps(mid) <= epsilon else (mid, hi)
+        root = hi
+    return float(root)
 
 
 def gaussian_noise_multiplier(epsilon, delta, *, neighboring="add_remove"):
@@ -454,7 +630,14 @@ def gaussian_noise_multiplier(epsilon, delta, *, neighboring="add_remove"):
     _check_delta(delta)
     _check_choice("neighboring", neighboring, NEIGHBORING_RELATIONS)
     sigma = float(dp_accounting.get_sigma_gaussian(float(epsilon), float(delta)))
-    return 2 * sigma if neighboring == "replace" else sigma
+    if neighboring == "replace":
+        sigma *= 2
+    # The root is found to a tolerance: step to the safe side of the target.
+    step = 1e-12
+    while gaussian_epsilon(sigma, delta, neighboring=neighboring) > epsilon:
+        sigma *= 1 + step
+        step *= 2
+    return sigma
 
 
 def gaussian_epsilon(noise_multiplier, delta, *, neighboring="add_remove"):
@@ -472,12 +655,23 @@ def gaussian_epsilon(noise_multiplier, delta, *, neighboring="add_remove"):
     Returns
     -------
     epsilon : float
+        > 0 for ``delta`` > 0: where the noise is so large that the release is
+        (0, δ)-DP, a small positive upper bound (see :func:`epsilon_of_event`).
     """
     _check_positive("noise_multiplier", noise_multiplier)
     _check_delta(delta)
     _check_choice("neighboring", neighboring, NEIGHBORING_RELATIONS)
     sigma = noise_multiplier / 2 if neighboring == "replace" else noise_multiplier
-    return float(dp_accounting.get_epsilon_gaussian(float(sigma), float(delta)))
+    eps = float(dp_accounting.get_epsilon_gaussian(float(sigma), float(delta)))
+    if 0 < eps < 1e-2:  # the default absolute tolerance (1e-12) is coarse here
+        eps = float(dp_accounting.get_epsilon_gaussian(float(sigma), float(delta),
+                                                       tol=eps * 1e-12))
+    if eps == 0 and delta > 0:
+        # Total variation below δ: (0, δ)-DP. Report a positive upper bound,
+        # as epsilon_of_event does (no reported ε is 0).
+        eps = epsilon_of_event(gaussian_event(noise_multiplier), delta, accountant="pld",
+                               neighboring=neighboring)
+    return eps
 
 
 def gdp_epsilon(mu, delta):
@@ -656,14 +850,26 @@ def calibrate_repeat_and_select(make_trial_event, epsilon, delta, mean, shape, *
         return repeat_and_select_event(make_trial_event(sigma), mean, shape)
 
     def eps(sigma):
-        return epsilon_of_event(make_event(sigma), delta, accountant="rdp")
+        # None: RDP's answer is 0 (its total-variation shortcut), which is no
+        # answer here and PLD cannot account a search -- too much noise.
+        try:
+            return epsilon_of_event(make_event(sigma), delta, accountant="rdp")
+        except ValueError:
+            return None
 
-    if eps(upper) > epsilon:
+    upper = float(upper)
+    while eps(upper) is None and upper > 2 * lower:
+        upper /= 2
+    top = eps(upper)
+    if top is None or top > epsilon:
         raise BudgetExceededError(
             f"Even noise_multiplier={upper:g} per trial spends more than epsilon = "
             f"{epsilon!r} over the search at delta = {delta!r} (mean trials {mean!r}); "
             "increase epsilon, lower the mean number of trials, or make the trial "
             "score noisier."
+            + ("" if top is None or top <= 2 * epsilon else
+               f" The RDP accountant certifies nothing below epsilon = {top:.3g} for "
+               "this search at this delta.")
         )
     if eps(lower) <= epsilon:
         return float(lower)
@@ -676,6 +882,6 @@ def calibrate_repeat_and_select(make_trial_event, epsilon, delta, mean, shape, *
             mechanism_calibration.ExplicitBracketInterval(float(lower), float(upper)),
             tol=tol * lower,
         )
-    while eps(sigma) > epsilon:  # pragma: no cover - defensive
+    while (eps(sigma) or 0) > epsilon or eps(sigma) is None:  # pragma: no cover - defensive
         sigma *= 1 + tol
     return float(sigma)

@@ -31,7 +31,16 @@ def test_rdp_equals_dp_accounting(q, sigma, steps, delta):
 @pytest.mark.parametrize("q,sigma,steps,delta", GRID[::5])
 def test_pld_equals_dp_accounting(q, sigma, steps, delta):
     got = accounting.compute_epsilon(sigma, q, steps, delta, accountant="pld")
-    assert got == pytest.approx(_direct(q, sigma, steps, delta, "pld"), rel=1e-12)
+    direct = _direct(q, sigma, steps, delta, "pld")  # dp-accounting's default interval 1e-4
+    if 0.01 <= direct <= 30:
+        assert got == pytest.approx(direct, rel=1e-12)
+    elif direct < 0.01:
+        # Finer discretisation below 100 intervals (issue 22): still pessimistic,
+        # tighter than the default, which overstates small ε.
+        assert 0 < got <= direct
+    else:
+        # Coarser discretisation above ε = 30 (the default takes minutes at ε = 1000).
+        assert got == pytest.approx(direct, rel=1e-4)
 
 
 def test_tf_privacy_reference_value():

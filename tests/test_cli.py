@@ -432,3 +432,21 @@ def test_mlp_model_file_loads_with_plain_skops(data):
     plain = sio.load(out, trusted=sio.get_untrusted_types(file=str(out)))
     X = pd.read_csv(test).drop(columns=["y"])
     np.testing.assert_array_equal(plain.predict_proba(X), _load(str(out)).predict_proba(X))
+
+
+@pytest.mark.parametrize("extra", [["--epsilon", "1e-6"], ["--delta", "1e-300"]])
+def test_train_at_tiny_epsilon_or_delta(data, capsys, extra):
+    # Issue 22 item 2: a bare "brentq ... did not bracket a solution" came out.
+    tmp, train, _ = data
+    out = tmp / "m.skops"
+    argv = ["train", train, "--target", "y", "--epochs", "2", "--random-state", "0",
+            *PRIVATE_ARGS, "--out", str(out), "--quiet", *extra]
+    rc = main(argv)
+    captured = capsys.readouterr()
+    if rc == 0:
+        spent = float(captured.out.split("epsilon spent ")[1].split()[0])
+        assert 0 < spent <= float(extra[1]) if extra[0] == "--epsilon" else spent > 0
+    else:
+        assert rc == 2 and "Traceback" not in captured.err
+        assert "brentq" not in captured.err and "bracket" not in captured.err
+        assert extra[0].lstrip("-") in captured.err
