@@ -78,3 +78,50 @@ def test_non_finite_release_raises_and_keeps_the_previous_fit(well_scaled):
         with pytest.raises(ValueError, match="not finite"):
             model.fit(X32, y)
     np.testing.assert_array_equal(model.coef_, coef)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("params", [dict(), dict(public_loss="gaussian_pad"),
+                                    dict(label_public=True, public_epochs=1.0)],
+                         ids=["mask", "pad", "pretraining"])
+def test_rescaled_memmap_fit_is_bit_identical(tmp_path, monkeypatch, well_scaled, dtype,
+                                              params):
+    # Out-of-core input is divided by public_scale_ row block by row block,
+    # never read whole; the model is the in-memory one bit for bit.
+    from sklearn_fdp import _outofcore
+
+    monkeypatch.setattr(_outofcore, "STREAM_MIN_BYTES", 0)
+    X, y = well_scaled
+    X = (X * 1e3).astype(dtype)
+    path = tmp_path / "X.npy"
+    out = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=X.shape)
+    out[:] = X
+    out.flush()
+    del out
+    mapped = np.load(path, mmap_mode="r")
+    a = _fit(X, y, epochs=2, **params)
+    b = _fit(mapped, y, epochs=2, **params)
+    assert a.public_scale_ == b.public_scale_ > 1e2
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.intercept_, b.intercept_)
+    assert a.coef_.dtype == b.coef_.dtype == dtype
+
+
+def test_public_scale_is_one_and_the_fit_unchanged_on_well_scaled_data(well_scaled):
+    # Rows of norm <= 1 (the step size rules' assumption): nothing is rescaled.
+    X, y = well_scaled
+    for params in CONFIGS.values():
+        assert _fit(X, y, **params).public_scale_ == 1.0
+    # Rows normalised to norm 1 (which rounds to 1 plus a few ulp) count as 1.
+    Xn = X.copy()
+    Xn[:, :2] = 0.0
+    Xn /= np.linalg.norm(Xn, axis=1, keepdims=True)
+    assert np.linalg.norm(Xn, axis=1).max() > 1.0
+    assert _fit(Xn, y).public_scale_ == 1.0
+    # The factor reads the public columns only: private columns of any size
+    # do not change it, and a fit without public steps never rescales.
+    Xp = X.copy()
+    Xp[:, :2] *= 1e6
+    assert _fit(Xp, y).public_scale_ == 1.0
+    assert _fit(X * 1e3, y, method="dpsgd").public_scale_ == 1.0
+    assert _fit(X * 1e3, y, private_features=[]).public_scale_ == 1.0  # label DP
