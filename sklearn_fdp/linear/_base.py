@@ -230,6 +230,7 @@ class BaseDPLinearClassifier(DPSGDBudgetMixin, LinearClassifierMixin, Classifier
         self._setup_fit(X, batch_size)
         if self._fits_without_engine():
             return self._fit_without_engine(X, classes, y_index)
+        X = self._engine_data(X)
         clip = self._clip_norm()
         sigma, event, spent, accountant = self._budget(n_samples, sampling_rate, steps)
 
@@ -305,6 +306,15 @@ class BaseDPLinearClassifier(DPSGDBudgetMixin, LinearClassifierMixin, Classifier
         self.epsilon_ = spent
         self.delta_ = float(self.delta)
         self.accountant_ = accountant
+
+    def _engine_data(self, X):
+        """The ``X`` the engine trains on (after ``_setup_fit``): ``X`` itself here.
+
+        An override may transform ``X`` only by a rule of public quantities
+        (e.g. a factor computed from the public columns) and must map the
+        released parameters back in ``_store_fit``.
+        """
+        return X
 
     def _fits_without_engine(self):
         """Whether this fit releases something other than a DP-SGD run (after ``_setup_fit``)."""

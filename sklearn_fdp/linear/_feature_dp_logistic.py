@@ -5,6 +5,7 @@ import sys
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.linear_model import LogisticRegression
 
 from .._engine import EngineConfig, LinearLoss, run_dp_sgd
@@ -12,11 +13,13 @@ from .._engine._feature_dp import (
     PUBLIC_LOSSES,
     FeatureDPPrivateOracle,
     FeatureDPPublicOracle,
+    column_subset_squared_norms,
     label_prior,
 )
 from .._engine._linear import squared_row_norms
 from .._engine._statistic import minimise_label_free_objective, release_private_sum
 from .._progress import progress_reporter
+from .._outofcore import RowSource, is_row_source
 from .._random import secure_if, spawn_generators
 from .._validation import Interval, StrOptions, _fit_context, atomic_fit
 from ..features import check_label_in_spec, resolve_feature_spec, spec_feature_names
@@ -41,6 +44,60 @@ _AUTO_CLIP_ALG1 = 0.5
 # Step size of the noise-free public pretraining when learning_rate="auto":
 # the value the "auto" rule takes once noise is negligible.
 _PRETRAIN_AUTO_LR = 4.0
+
+
+# Public row norms up to 1 + this count as 1 in `public_scale`: rows scaled
+# to norm 1 (e.g. by a Normalizer) round to 1 plus a few ulp, and must keep
+# their fit bit for bit.
+_PUBLIC_NORM_SLACK = 1e-6
+
+
+def public_scale(X, public_mask):
+    """What ``X`` is divided by before public steps: ``max_i ‖x_i,pub‖`` if above 1, else 1.
+
+    The public gradient (``∇ℓ_pub`` of Algorithm 1, public pretraining) is
+    not clipped, and the step size rules assume rows of norm at most 1;
+    beyond that the public steps overshoot and swamp the clipped private
+    remainder (issue 22 item 5: X * 1000 trained a chance-level model). The
+    factor reads the public columns only (public by declaration), so the
+    rescaling costs no privacy; it is 1, and nothing changes, when every
+    public row has norm at most 1.
+    """
+    cols = np.flatnonzero(public_mask)
+    if len(cols) == 0:
+        return 1.0
+    largest = math.sqrt(float(column_subset_squared_norms(X, cols).max()))
+    return largest if largest > 1.0 + _PUBLIC_NORM_SLACK else 1.0
+
+
+class _ScaledRowSource(RowSource):
+    """An out-of-core :class:`RowSource` divided by ``factor``, row block by row block."""
+
+    def __init__(self, source, factor):
+        super().__init__(source, source.dtype)
+        self.factor = self.dtype.type(factor)
+
+    def _read_rows(self, idx):
+        return self.data.gather(idx) / self.factor
+
+    def _read_slice(self, start, stop):
+        block = np.asarray(self.data._read_slice(start, stop), dtype=self.dtype)
+        return block / self.factor
+
+    def release(self):
+        self.data.release()
+
+
+def _divide(X, factor):
+    """``X / factor`` in ``X``'s dtype and format (dense, CSR or out-of-core), a new object."""
+    if is_row_source(X):
+        return _ScaledRowSource(X, factor)
+    factor = X.dtype.type(factor)
+    if sp.issparse(X):
+        out = X.copy()
+        out.data /= factor
+        return out
+    return X / factor
 
 
 def _auto_alpha(noise_std, batch_size, n_rows):
@@ -262,6 +319,16 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         minimiser finite.
     public_batch_size_ : int
         Size of the uniform public batches used.
+    public_scale_ : float
+        ``max_i ‖x_i,pub‖``, the largest norm of a row's public columns, if
+        it exceeds 1 (by more than 1e-6, rounding) and the fit takes public
+        gradient steps (``method_="alg1"`` or ``public_epochs > 0``); else 1.
+        Those steps are not clipped and the step-size rules assume rows of
+        norm ≤ 1, so ``fit`` trains on ``X / public_scale_`` (every column)
+        and divides the learned ``coef_`` by it; ``learning_rate_`` and
+        ``max_grad_norm_`` apply to the rescaled problem. It reads the public
+        columns only: no privacy cost. 1, and the fit unchanged, when public
+        rows have norm ≤ 1.
 
     Notes
     -----
@@ -442,6 +509,32 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
             )
         else:
             self.public_batch_size_ = int(self.public_batch_size)
+        pretrains = self.public_epochs != "auto" and self.public_epochs > 0
+        self.public_scale_ = (public_scale(X, self.public_mask_)
+                              if self.method_ == "alg1" or pretrains else 1.0)
+
+    def _engine_data(self, X):
+        # Public steps on X / public_scale_ (a factor of the public columns:
+        # free); coef_ is mapped back in _store_fit.
+        return X if self.public_scale_ == 1.0 else _divide(X, self.public_scale_)
+
+    def _store_fit(self, theta, classes, dtype, **kwargs):
+        name = type(self).__name__
+        # A check of the released (DP) parameters only: post-processing, free.
+        if not np.all(np.isfinite(theta)):
+            raise ValueError(
+                f"Training of {name} diverged: the released weights are not finite. The "
+                "public gradient (ℓ_pub of method='alg1', public pretraining) is not "
+                f"clipped; learning_rate={self.learning_rate!r}. Lower learning_rate, or "
+                "scale the columns to a data-independent range (e.g. "
+                "sklearn_fdp.datasets.make_adult_preprocessor, or a FunctionTransformer "
+                "with fixed bounds)."
+            )
+        if self.public_scale_ != 1.0:
+            n_features = theta.shape[0] - int(self.fit_intercept)
+            theta = theta.astype(np.float64)
+            theta[:n_features] /= self.public_scale_  # shrinks: stays finite
+        super()._store_fit(theta, classes, dtype, **kwargs)
 
     def _public_oracle(self, X, y_enc, loss, sample_rng, pad_rng):
         return FeatureDPPublicOracle(
@@ -593,6 +686,9 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training data. Rows should have a data-independent L2 bound
             (e.g. scaled to norm ≤ 1); clipping bounds each gradient anyway.
+            Public rows of larger norm make ``fit`` divide ``X`` by
+            ``public_scale_``; the private columns' scale cannot be checked
+            without spending budget, so scale them yourself.
         y : array-like of shape (n_samples,)
             Class labels.
         feature_names : sequence of str or None, default=None
@@ -606,6 +702,12 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         Returns
         -------
         self : FeatureDPLogisticRegression
+
+        Raises
+        ------
+        ValueError
+            When the released weights are not finite (the training diverged,
+            e.g. at a huge ``learning_rate``); an earlier fit is kept.
         """
         self.feature_names_ = feature_names  # validated against X in _setup_fit
         return self._fit_engine(X, y)

@@ -71,6 +71,25 @@ def engine_inputs(est, X, y):
     return seen
 
 
+def simulator_inputs(est, X, y, i):
+    """:func:`engine_inputs` of the Def. 6 simulator for ``D' = D`` minus record ``i``.
+
+    The simulator knows the removed record's public part, so it runs the
+    estimator's own fit on ``D'`` with ``public_scale_`` computed from the
+    public parts of all of ``D`` (the factor ``fit`` divides ``X`` by before
+    the public steps, issue 22 item 5), as the fit on ``D`` does. A removed
+    record with the largest public row otherwise changes the scale of every
+    other record's term, which Def. 6 allows (it is a function of public
+    parts) but the per-record coupling below does not model.
+    """
+    public_mask = np.ones(X.shape[1], dtype=bool)
+    public_mask[est.private_features] = False
+    scale = _feature_dp_logistic.public_scale(X, public_mask)  # public parts only
+    X2, y2 = remove_one(X, y, i)
+    with mock.patch.object(_feature_dp_logistic, "public_scale", lambda *args: scale):
+        return engine_inputs(est, X2, y2)
+
+
 def statistic_inputs(est, X, y):
     """``(oracle, theta, noise_std)`` of the one release of ``method="sufficient_statistic"``."""
     seen = {}
@@ -131,7 +150,6 @@ def check_engine_neighbours(X, y, private_idx, *, method, label_public, public_l
     n = X.shape[0]
     padding = np.random.default_rng(pad_seed).standard_normal((n, len(private_idx)))
     if relation == "remove":
-        X2, y2 = remove_one(X, y, i)
         padding2 = np.delete(padding, i, axis=0)
         factor = 1.0
     else:
@@ -143,7 +161,7 @@ def check_engine_neighbours(X, y, private_idx, *, method, label_public, public_l
             y2 = replace_label(y, i, new_label)
         factor = 2.0
     a = engine_inputs(est, X, y)
-    b = engine_inputs(est, X2, y2)
+    b = simulator_inputs(est, X, y, i) if relation == "remove" else engine_inputs(est, X2, y2)
     C = a["config"].max_grad_norm
     # One source of truth: the oracle clips at the C the noise is scaled to.
     assert a["oracle"].max_grad_norm == C == b["config"].max_grad_norm == clip
@@ -261,6 +279,40 @@ def test_alg1_large_public_columns_do_not_break_the_clip(dtype, scale, public_lo
                                     label_public=label_public, public_loss=public_loss,
                                     clip=0.5, relation="remove", i=i, theta=theta,
                                     pad_seed=seed)
+
+
+@pytest.mark.parametrize("dtype,scale", [(np.float32, 1e3), (np.float64, 1e8)])
+@pytest.mark.parametrize("public_loss", ["mask", "gaussian_pad"])
+@pytest.mark.parametrize("label_public", [True, False])
+def test_alg1_public_rescaling_keeps_the_sensitivity(dtype, scale, public_loss, label_public):
+    # Issue 22 item 5: fit divides X by public_scale_ = max(1, max ‖x_pub‖)
+    # before the public steps. Worst cases: the record holding the largest
+    # public row is the one removed (the simulator knows its public part) or
+    # gets huge private values (the scale reads public columns only).
+    X, y, private_idx = _large_public_scale(24, 5, 2, scale, dtype, 2, seed=5,
+                                            private_scale=scale)
+    public_mask = np.ones(5, dtype=bool)
+    public_mask[private_idx] = False
+    X[3, public_mask] *= 100  # an outlier: removing it divides f by ~30
+    largest = int(np.argmax(np.linalg.norm(X[:, public_mask].astype(np.float64), axis=1)))
+    assert largest == 3
+    f = _feature_dp_logistic.public_scale(X, public_mask)
+    assert f > scale
+    est = _estimator(private_idx, method="alg1", label_public=label_public,
+                     public_loss=public_loss, neighboring="add_remove", clip=0.5)
+    assert est.fit(X, y).public_scale_ == f
+    theta = np.random.default_rng(6).standard_normal((6, 1))
+    for i in (largest, (largest + 1) % 24):
+        check_engine_neighbours(X, y, private_idx, method="alg1", label_public=label_public,
+                                public_loss=public_loss, clip=0.5, relation="remove", i=i,
+                                theta=theta, pad_seed=i)
+        values = np.full(2, 1e6 * scale, dtype=dtype)
+        assert _feature_dp_logistic.public_scale(
+            replace_columns(X, i, private_idx, values), public_mask) == f
+        check_engine_neighbours(X, y, private_idx, method="alg1", label_public=label_public,
+                                public_loss=public_loss, clip=0.5, relation="replace", i=i,
+                                theta=theta, pad_seed=i, new_values=values,
+                                new_label=None if label_public else 1 - y[i])
 
 
 # -- FDP (DP-SGD) ---------------------------------------------------------------------
@@ -382,8 +434,7 @@ def test_secure_mode_remove_one_under_the_coupling_the_attacker_can_use(dtype, l
     est = _secure_estimator(private_idx, label_public)
     known = np.array_equal(_first_padding(engine_inputs(est, X, y), 2),
                            _first_padding(engine_inputs(est, X, y), 2))
-    X2, y2 = remove_one(X, y, 0)
-    a, b = engine_inputs(est, X, y), engine_inputs(est, X2, y2)
+    a, b = engine_inputs(est, X, y), simulator_inputs(est, X, y, 0)
     C = a["config"].max_grad_norm
     if known:  # the attacker's coupling: the streams random_state seeds, as the fit draws them
         ra = a["oracle"](np.arange(30), theta.astype(dtype))
