@@ -14,9 +14,11 @@ import scipy.sparse as sp
 from sklearn.base import _fit_context
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.metadata_routing import _routing_enabled, process_routing
 from sklearn.utils.validation import (
     _assert_all_finite,
     _check_feature_names,
+    _check_method_params,
     _check_n_features,
     _check_y,
     check_consistent_length,
@@ -33,11 +35,14 @@ __all__ = [
     "Interval",
     "LinearClassifierMixin",
     "StrOptions",
+    "_check_method_params",
     "_fit_context",
+    "_routing_enabled",
     "atomic_fit",
     "canonical_csr",
     "check_delta_vs_n",
     "check_row_norms_finite",
+    "process_routing",
     "validate_numeric_data",
 ]
 

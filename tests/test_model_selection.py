@@ -536,7 +536,7 @@ def test_fit_params_need_a_request_with_routing(data):
 @pytest.mark.parametrize("estimator, sparse", [
     (DPSGDClassifier(epochs=1), True),
     (DPSGDFClassifier(epochs=1), False),
-    (make_pipeline(StandardScaler(), DPSGDClassifier(epochs=1)), True),
+    (make_pipeline(Normalizer(), DPSGDClassifier(epochs=1)), True),
 ])
 def test_sparse_tag_follows_the_estimator(estimator, sparse):
     from sklearn.utils import get_tags
