@@ -13,7 +13,8 @@ import scipy.sparse as sp
 
 from sklearn.base import _fit_context
 from sklearn.linear_model._base import LinearClassifierMixin
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval as _SklearnInterval
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.metadata_routing import _routing_enabled, process_routing
 from sklearn.utils.validation import (
     _assert_all_finite,
@@ -45,6 +46,22 @@ __all__ = [
     "process_routing",
     "validate_numeric_data",
 ]
+
+class Interval(_SklearnInterval):
+    """sklearn's ``Interval`` constraint that refuses bools.
+
+    ``True`` and ``False`` are ``numbers.Integral`` in Python, so sklearn's
+    constraint takes ``epsilon=True`` for ε = 1 (issue 22 item 6). Every
+    estimator's numeric parameters use this class: a bool fails validation
+    with sklearn's message ("... must be a float in the range (0, inf). Got
+    True instead."). A parameter that also takes a bool lists ``"boolean"``.
+    """
+
+    def is_satisfied_by(self, val):
+        if isinstance(val, (bool, np.bool_)):
+            return False
+        return super().is_satisfied_by(val)
+
 
 # An estimator's δ must be > 0: Gaussian noise gives no pure ε-DP (δ = 0 means ε = ∞).
 DELTA_CONSTRAINT = [Interval(Real, 0, 1, closed="neither")]
