@@ -26,6 +26,7 @@ from ._validation import (
     _check_method_params,
     _fit_context,
     _routing_enabled,
+    check_numeric_columns,
     process_routing,
 )
 from .exceptions import PrivacyLeakWarning
@@ -436,6 +437,9 @@ default="truncated_negative_binomial"
         if delta is None:
             raise ValueError(f"{name}: give `delta`; {type(final).__name__} has none.")
         X, y = indexable(X, y)  # sparse to CSR, and the same length (as sklearn's search CVs)
+        # Before any trial: a text column seen by the validation split only
+        # would fail a trial's predict with numpy's message.
+        check_numeric_columns(self, X)
         n_samples = _num_samples(y)
         n_val = int(round(self.validation_fraction * n_samples))
         n_train = n_samples - n_val
