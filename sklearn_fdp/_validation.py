@@ -49,6 +49,7 @@ __all__ = [
     "validate_numeric_data",
 ]
 
+
 class Interval(_SklearnInterval):
     """sklearn's ``Interval`` constraint that refuses bools.
 
