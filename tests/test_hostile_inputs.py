@@ -245,7 +245,8 @@ def test_every_non_numeric_column_is_named(data):
     df = pd.DataFrame(X, columns=list("abcd"))
     df["colour"] = np.where(y == 1, "red", "blue")
     df["when"] = pd.date_range("2020-01-01", periods=len(y))
-    with pytest.raises(ValueError, match=r"'colour' \(dtype (object|str)\).*'when' \(dtype datetime64"):
+    with pytest.raises(ValueError,
+                       match=r"'colour' \(dtype (object|str)\).*'when' \(dtype datetime64"):
         fit(make("DPSGDClassifier"), df, y)
 
 
