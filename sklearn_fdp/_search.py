@@ -1,5 +1,6 @@
 """PrivateRandomizedSearchCV: hyper-parameter search with Rényi DP (Papernot & Steinke 2022)."""
 
+import copy
 import math
 import warnings
 from types import SimpleNamespace
@@ -8,17 +9,26 @@ from numbers import Integral, Real
 import numpy as np
 from scipy import stats
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
-from sklearn.utils import check_random_state
+from sklearn.utils import check_random_state, get_tags
 from sklearn.utils._indexing import _safe_indexing
+from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import _num_samples, check_consistent_length, check_is_fitted
+from sklearn.utils.validation import _num_samples, check_is_fitted, indexable
 
 from . import accounting
 from ._progress import progress_hook
 from ._random import NOISE_OPTIONS, SeedSequenceState
 from ._report import _walk, protected_unit
 from ._secure import SecureGenerator
-from ._validation import Interval, StrOptions, _fit_context
+from ._validation import (
+    Interval,
+    StrOptions,
+    _check_method_params,
+    _fit_context,
+    _routing_enabled,
+    check_numeric_columns,
+    process_routing,
+)
 from .exceptions import PrivacyLeakWarning
 
 __all__ = ["PrivateRandomizedSearchCV"]
@@ -184,7 +194,10 @@ default="truncated_negative_binomial"
     learns about ``K``, and then the bound does not hold (conditioned on
     ``K``, best-of-``K`` is close to ``K``-fold composition). Keep the
     timing private.
-    ``refit`` is not offered: refitting
+    Fit parameters (e.g. AdaMix's ``public_mask``) are split with ``X``;
+    the score counts every validation row, public ones included (one
+    private record still changes the count by at most 1, and which records
+    are public is public). ``refit`` is not offered: refitting
     the best configuration on all rows would be one more private fit.
     ``n`` and the split sizes are public. Grid search (every configuration,
     a fixed count) is not covered by this theorem and is not offered.
@@ -394,33 +407,47 @@ default="truncated_negative_binomial"
     # -- fitting -------------------------------------------------------------
 
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y):
+    def fit(self, X, y, **fit_params):
         """Run the private search.
 
         Parameters
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        **fit_params : dict
+            Parameters of the estimator's ``fit`` (e.g. ``public_mask`` of
+            :class:`~sklearn_fdp.AdaMixClassifier`). Those with one entry per
+            row are split with ``X``: each trial's fit gets the entries of
+            its training rows. With metadata routing enabled
+            (``sklearn.set_config(enable_metadata_routing=True)``) the
+            estimator must request them (``set_fit_request(public_mask=True)``);
+            without it, all are passed to the estimator's ``fit``, as by
+            sklearn's search CVs. They do not enter the score.
 
         Returns
         -------
         self : PrivateRandomizedSearchCV
         """
         name = type(self).__name__
+        fit_params = (process_routing(self, "fit", **fit_params).estimator.fit
+                      if _routing_enabled() else fit_params)
         self._check_distributions()
         final = _final(self.estimator)
         delta = self.delta if self.delta is not None else getattr(final, "delta", None)
         if delta is None:
             raise ValueError(f"{name}: give `delta`; {type(final).__name__} has none.")
-        check_consistent_length(X, y)
+        X, y = indexable(X, y)  # sparse to CSR, and the same length (as sklearn's search CVs)
+        # Before any trial: a text column seen by the validation split only
+        # would fail a trial's predict with numpy's message.
+        check_numeric_columns(self, X)
         n_samples = _num_samples(y)
         n_val = int(round(self.validation_fraction * n_samples))
         n_train = n_samples - n_val
         if n_val < 1 or n_train < 2:
             raise ValueError(
                 f"{name}: validation_fraction={self.validation_fraction!r} of "
-                f"{n_samples} rows leaves {n_train} training and {n_val} validation rows; "
-                "both must be non-empty.")
+                f"n_samples={n_samples} rows leaves {n_train} training and {n_val} "
+                "validation rows; it needs at least 2 training rows and 1 validation row.")
         if getattr(final, "neighboring", "add_remove") != "add_remove":
             raise ValueError(
                 f"{name} accounts the search with the RDP accountant, which supports "
@@ -455,6 +482,7 @@ default="truncated_negative_binomial"
             planned = trial_event(sigma)
 
         X_train, y_train = _safe_indexing(X, train_idx), _safe_indexing(y, train_idx)
+        train_params = _check_method_params(X, params=fit_params, indices=train_idx)
         X_val, y_val = _safe_indexing(X, val_idx), np.asarray(_safe_indexing(y, val_idx))
         noise_rng = SecureGenerator() if secure else np.random.default_rng(noise_seed)
         # Nothing may reveal K (Papernot-Steinke: the best trial is the only
@@ -487,7 +515,7 @@ default="truncated_negative_binomial"
             est.set_params(**extra)
             with warnings.catch_warnings(record=True) as caught, progress_hook(None):
                 warnings.simplefilter("always")
-                est.fit(X_train, y_train)
+                est.fit(X_train, y_train, **train_params)
             est.set_params(**{k: None for k in seeded})
             # The trial's own δ check is about its own claim, not the search's.
             caught = [w for w in caught if not (issubclass(w.category, PrivacyLeakWarning)
@@ -654,6 +682,28 @@ default="truncated_negative_binomial"
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, "best_estimator_")
+
+    def __sklearn_tags__(self):
+        # As sklearn's search CVs: the estimator's type, its classifier tags
+        # and the input it accepts (sparse included).
+        tags = super().__sklearn_tags__()
+        inner = get_tags(self.estimator)
+        tags.estimator_type = inner.estimator_type
+        tags.classifier_tags = copy.deepcopy(inner.classifier_tags)
+        tags.input_tags.sparse = inner.input_tags.sparse
+        tags.non_deterministic = inner.non_deterministic or self.noise == "secure"
+        return tags
+
+    def get_metadata_routing(self):
+        """Metadata routing: ``fit`` routes to the estimator's ``fit``.
+
+        Returns
+        -------
+        routing : sklearn.utils.metadata_routing.MetadataRouter
+        """
+        return MetadataRouter(owner=type(self).__name__).add(
+            estimator=self.estimator,
+            method_mapping=MethodMapping().add(caller="fit", callee="fit"))
 
 
 def _correct_count(estimator, X_val, y_val):

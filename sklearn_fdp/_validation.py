@@ -5,6 +5,7 @@ change in scikit-learn breaks one file.
 """
 
 import functools
+import sys
 import warnings
 from numbers import Real
 
@@ -13,10 +14,13 @@ import scipy.sparse as sp
 
 from sklearn.base import _fit_context
 from sklearn.linear_model._base import LinearClassifierMixin
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval as _SklearnInterval
+from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.metadata_routing import _routing_enabled, process_routing
 from sklearn.utils.validation import (
     _assert_all_finite,
     _check_feature_names,
+    _check_method_params,
     _check_n_features,
     _check_y,
     check_consistent_length,
@@ -33,13 +37,34 @@ __all__ = [
     "Interval",
     "LinearClassifierMixin",
     "StrOptions",
+    "_check_method_params",
     "_fit_context",
+    "_routing_enabled",
     "atomic_fit",
     "canonical_csr",
     "check_delta_vs_n",
+    "check_numeric_columns",
     "check_row_norms_finite",
+    "process_routing",
     "validate_numeric_data",
 ]
+
+
+class Interval(_SklearnInterval):
+    """sklearn's ``Interval`` constraint that refuses bools.
+
+    ``True`` and ``False`` are ``numbers.Integral`` in Python, so sklearn's
+    constraint takes ``epsilon=True`` for ε = 1 (issue 22 item 6). Every
+    estimator's numeric parameters use this class: a bool fails validation
+    with sklearn's message ("... must be a float in the range (0, inf). Got
+    True instead."). A parameter that also takes a bool lists ``"boolean"``.
+    """
+
+    def is_satisfied_by(self, val):
+        if isinstance(val, (bool, np.bool_)):
+            return False
+        return super().is_satisfied_by(val)
+
 
 # An estimator's δ must be > 0: Gaussian noise gives no pure ε-DP (δ = 0 means ε = ∞).
 DELTA_CONSTRAINT = [Interval(Real, 0, 1, closed="neither")]
@@ -132,15 +157,76 @@ def canonical_csr(X):
     return X
 
 
-def validate_numeric_data(estimator, *args, **kwargs):
-    """``sklearn.utils.validation.validate_data`` with a clear message for text columns.
+def _non_numeric_columns(X):
+    """``[(column, dtype)]`` of the columns of a pandas DataFrame ``X`` that are not numeric.
 
-    numpy's "could not convert string to float: 'x'" names neither the
-    estimator nor the fix (and echoes a data value); it is re-raised as a
-    ValueError that says what to do. A sparse ``X`` comes back in canonical
+    Numeric: numbers and bools of any (nullable, sparse) dtype, categories
+    that are numbers, and object or string columns whose non-missing values
+    all convert to float (as ``check_array`` would convert them). Not
+    numeric: text, dates, times, durations, periods, intervals. Anything
+    that is not a pandas DataFrame gives ``[]``. Only dtypes are reported,
+    never a value.
+    """
+    pd = sys.modules.get("pandas")  # no DataFrame without pandas imported
+    if pd is None or not isinstance(X, pd.DataFrame):
+        return []
+    from pandas.api.types import is_bool_dtype, is_numeric_dtype, is_object_dtype
+    from pandas.api.types import is_string_dtype
+
+    bad = []
+    for i, (column, dtype) in enumerate(X.dtypes.items()):
+        if isinstance(dtype, pd.CategoricalDtype):
+            numeric = is_numeric_dtype(dtype.categories.dtype)
+        elif is_numeric_dtype(dtype) or is_bool_dtype(dtype):
+            numeric = True
+        elif is_object_dtype(dtype) or is_string_dtype(dtype):
+            values = X.iloc[:, i]
+            try:
+                np.asarray(values[values.notna()].to_numpy(), dtype=np.float64)
+                numeric = True
+            except (TypeError, ValueError):
+                numeric = False
+        else:
+            numeric = False
+        if not numeric:
+            bad.append((column, dtype))
+    return bad
+
+
+def check_numeric_columns(estimator, X):
+    """Raise when ``X`` is a pandas DataFrame with non-numeric columns, naming them.
+
+    The message names the columns and their dtypes (never a value) and the
+    preprocessing to use. Anything but a DataFrame passes.
+    """
+    bad = _non_numeric_columns(X)
+    if bad:
+        listed = ", ".join(f"{column!r} (dtype {dtype})" for column, dtype in bad)
+        raise ValueError(
+            f"{type(estimator).__name__} needs numeric input, but the DataFrame X has "
+            f"non-numeric column(s): {listed}. Encode them first with preprocessing that "
+            "learns nothing from the data: categorical columns with "
+            "sklearn.preprocessing.OneHotEncoder(categories=[[...]]) listing the categories "
+            "yourself (which categories occur in a private column is private), dates and "
+            "durations as numbers (e.g. days since a fixed date) scaled by bounds fixed in "
+            "advance. Put the encoders in a ColumnTransformer in front of the estimator with "
+            "sklearn_fdp.pipeline.make_private_pipeline, which checks that the "
+            "preprocessing learns nothing private."
+        )
+
+
+def validate_numeric_data(estimator, *args, **kwargs):
+    """``sklearn.utils.validation.validate_data`` with a clear message for non-numeric columns.
+
+    A DataFrame with text, date, time, duration or period columns raises a
+    ValueError naming those columns and their dtypes and the preprocessing
+    to use (pandas' and numpy's errors named neither, and some echoed a
+    data value). numpy's "could not convert string to float: 'x'" on other
+    input is re-raised likewise. A sparse ``X`` comes back in canonical
     CSR format (:func:`canonical_csr`), a copy when it had duplicate or
     unsorted entries.
     """
+    check_numeric_columns(estimator, args[0] if args else kwargs.get("X"))
     try:
         result = validate_data(estimator, *args, **kwargs)
     except ValueError as exc:

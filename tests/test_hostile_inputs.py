@@ -36,6 +36,7 @@ from sklearn_fdp import (
     PrivateMeanCenterer,
 )
 from sklearn_fdp.exceptions import BudgetExceededError, PrivacyLeakWarning
+from sklearn_fdp.model_selection import PrivateRandomizedSearchCV
 
 N, D = 120, 4
 
@@ -179,6 +180,90 @@ def test_numeric_object_columns_are_converted(data, name):
     np.testing.assert_array_equal(_result(est), _result(fit(make(name), X, y)))
 
 
+def _search():
+    return PrivateRandomizedSearchCV(
+        DPSGDClassifier(epsilon=20.0, delta=1e-6, epochs=2, accountant="rdp"),
+        {"learning_rate": [0.1, 1.0]}, n_iter=2, random_state=0)
+
+
+def make_any(name, **params):
+    """``make``, plus the search (over DPSGDClassifier)."""
+    if name == "PrivateRandomizedSearchCV":
+        return _search().set_params(**params)
+    return make(name, **params)
+
+
+ALL_NAMES = NAMES + ["PrivateRandomizedSearchCV"]
+
+NON_NUMERIC_COLUMNS = {
+    # kind: (column builder from y, dtype shown in the message)
+    "object strings": (lambda y: np.where(y == 1, "red", "blue").astype(object), "object"),
+    "string dtype": (lambda y: pd.array(np.where(y == 1, "red", "blue"), dtype="string"),
+                     "string"),
+    "text categories": (lambda y: pd.Categorical(np.where(y == 1, "red", "blue")),
+                        "category"),
+    "mixed object": (lambda y: pd.Series(["red"] + [0.5] * (len(y) - 1), dtype=object),
+                     "object"),
+    "datetime": (lambda y: pd.date_range("2020-01-01", periods=len(y)), "datetime64"),
+    "datetime with tz": (lambda y: pd.date_range("2020-01-01", periods=len(y), tz="UTC"),
+                         "datetime64"),
+    "timedelta": (lambda y: pd.to_timedelta(np.arange(len(y)), unit="D"), "timedelta64"),
+    "period": (lambda y: pd.period_range("2020-01", periods=len(y), freq="M"), "period"),
+}
+
+
+@pytest.mark.parametrize("name", ALL_NAMES)
+@pytest.mark.parametrize("kind", list(NON_NUMERIC_COLUMNS))
+def test_non_numeric_dataframe_column_is_named(data, name, kind):
+    """Issue 22 item 6: a DataFrame's non-numeric column gets an error naming it.
+
+    Before, a datetime, timedelta or period column gave numpy's or pandas'
+    error (a DTypePromotionError, "float() argument must be ... not
+    'Timestamp'"), and a text column an error naming neither the column nor
+    its dtype. The message names the column and its dtype, and the
+    preprocessing to use; it shows no data value.
+    """
+    X, y = data
+    build, dtype = NON_NUMERIC_COLUMNS[kind]
+    df = pd.DataFrame(X, columns=list("abcd"))
+    df["when"] = build(y)
+    assert str(df["when"].dtype).startswith(dtype) or dtype in ("object", "string")
+    with pytest.raises(ValueError) as info:
+        fit(make_any(name), df, y)
+    msg = str(info.value)
+    assert "needs numeric input" in msg
+    # pandas >= 3 stores text as its "str" dtype, even when given object arrays.
+    assert f"'when' (dtype {df['when'].dtype})" in msg, msg
+    for cue in ("make_private_pipeline", "OneHotEncoder", "categories="):
+        assert cue in msg, (cue, msg)
+    assert "'a'" not in msg  # the numeric columns are not listed
+    assert "red" not in msg and "2020" not in msg  # no data value
+
+
+def test_every_non_numeric_column_is_named(data):
+    X, y = data
+    df = pd.DataFrame(X, columns=list("abcd"))
+    df["colour"] = np.where(y == 1, "red", "blue")
+    df["when"] = pd.date_range("2020-01-01", periods=len(y))
+    with pytest.raises(ValueError,
+                       match=r"'colour' \(dtype (object|str)\).*'when' \(dtype datetime64"):
+        fit(make("DPSGDClassifier"), df, y)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_numeric_dataframe_columns_of_any_dtype_fit(data, name):
+    """Nullable, boolean, numeric-category and numeric-object columns still convert."""
+    X, y = data
+    df = pd.DataFrame(X[:, :2], columns=["a", "b"])
+    df["flag"] = pd.array(y.astype(bool), dtype="boolean")
+    df["count"] = pd.array(y, dtype="Int64")
+    df["level"] = pd.Categorical(y)
+    df["numbers"] = pd.Series(X[:, 2], dtype=object)
+    plain = np.column_stack([X[:, :2], y, y, y, X[:, 2]]).astype(float)
+    np.testing.assert_array_equal(_result(fit(make(name), df, y)),
+                                  _result(fit(make(name), plain, y)))
+
+
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("shape, match", [((0, D), "0 sample"), ((N, 0), "0 feature")])
 def test_empty(data, name, shape, match):
@@ -303,6 +388,39 @@ def test_invalid_budget(data, name, param, value):
     X, y = data
     with pytest.raises(ValueError, match=f"'{param}' parameter of {name} must be"):
         fit(make(name, **{param: value}), X, y)
+
+
+def _real_valued_params(est):
+    """Parameters constrained by a numeric Interval that do not also accept a bool."""
+    from sklearn.utils._param_validation import Interval
+
+    return sorted(key for key, constraints in est._parameter_constraints.items()
+                  if isinstance(constraints, list) and "boolean" not in constraints
+                  and any(isinstance(c, Interval) for c in constraints))
+
+
+BOOL_CASES = [(name, param) for name in ALL_NAMES
+              for param in _real_valued_params(make_any(name))]
+
+
+def test_bool_cases_cover_the_budget_of_every_estimator():
+    for name in ALL_NAMES:
+        params = {p for n, p in BOOL_CASES if n == name}
+        assert {"epsilon", "delta"} <= params, (name, params)
+
+
+@pytest.mark.parametrize("name, param", BOOL_CASES)
+@pytest.mark.parametrize("value", [True, False, np.True_])
+def test_bool_refused_for_numeric_parameters(data, name, param, value):
+    """Issue 22 item 6: ``epsilon=True`` was accepted as 1 (bool is an int in Python).
+
+    The shared Interval constraint of sklearn_fdp._validation refuses bools,
+    for every estimator's numeric parameters.
+    """
+    X, y = data
+    with pytest.raises(ValueError, match=f"'{param}' parameter of {name} must be .*"
+                                         f"Got {value!r} instead"):
+        fit(make_any(name, **{param: value}), X, y)
 
 
 @pytest.mark.parametrize("name", CLASSIFIERS)

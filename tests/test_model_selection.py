@@ -15,6 +15,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import Normalizer, StandardScaler
 
 from sklearn_fdp import (
+    AdaMixClassifier,
     BudgetExceededError,
     DPSGDClassifier,
     DPSGDFClassifier,
@@ -453,3 +454,98 @@ def test_search_checks_what_each_fitted_trial_protects(data):
             _ShiftingFDP(private_features=[0], epochs=1, accountant="rdp"),
             {"learning_rate": [0.5, 1.0]}, epsilon=2.0, delta=1e-5, n_iter=8,
             trials_distribution="poisson", random_state=0).fit(X, y)
+
+
+# -- fit parameters (issue 22 item 6) -----------------------------------------------
+
+
+class _SpyAdaMix(AdaMixClassifier):
+    """Records the rows and the public_mask every trial's fit gets."""
+
+    calls = []
+
+    def fit(self, X, y, public_mask=None):
+        type(self).calls.append((np.array(X), None if public_mask is None
+                                 else np.array(public_mask)))
+        return super().fit(X, y, public_mask=public_mask)
+
+
+def _assert_masks_follow_their_rows(calls, X, mask):
+    public_rows = {tuple(row) for row in X[mask]}
+    assert calls
+    for X_trial, mask_trial in calls:
+        assert mask_trial is not None and len(mask_trial) == len(X_trial)
+        expected = np.array([tuple(row) in public_rows for row in X_trial])
+        np.testing.assert_array_equal(mask_trial, expected)
+        assert 0 < mask_trial.sum() < mask.sum()  # the training part's public rows only
+
+
+@pytest.mark.parametrize("routing", [False, True])
+def test_fit_params_are_split_with_X(data, monkeypatch, routing):
+    """AdaMix's public_mask reaches every trial, cut to the trial's training rows.
+
+    Without metadata routing every fit parameter goes to the estimator's
+    ``fit`` (as in sklearn's search CVs); with routing, the estimator must
+    request it. The noisy score counts every validation row, public ones
+    included (documented in the class's Notes).
+    """
+    import sklearn
+
+    from sklearn_fdp import _search
+
+    X, y = data
+    mask = np.zeros(len(y), dtype=bool)
+    mask[::15] = True
+    counted = []
+    real_count = _search._correct_count
+    monkeypatch.setattr(_search, "_correct_count",
+                        lambda est, X_val, y_val: counted.append(len(X_val))
+                        or real_count(est, X_val, y_val))
+    _SpyAdaMix.calls = []
+    est = _SpyAdaMix(epsilon=2.0, delta=1e-5, random_state=0)
+    with sklearn.config_context(enable_metadata_routing=routing):
+        if routing:
+            est.set_fit_request(public_mask=True)
+        search = PrivateRandomizedSearchCV(est, {"l2_regularization": [1e-3, 1e-2]},
+                                           n_iter=2, random_state=0)
+        search.fit(X, y, public_mask=mask)
+    _assert_masks_follow_their_rows(_SpyAdaMix.calls, X, mask)
+    n_val = int(round(0.2 * len(y)))
+    assert set(counted) == {n_val}
+    assert search.best_estimator_.n_public_ == _SpyAdaMix.calls[0][1].sum()
+    assert search.best_estimator_.n_private_ == len(y) - n_val - search.best_estimator_.n_public_
+
+
+def test_fit_params_need_a_request_with_routing(data):
+    import sklearn
+
+    X, y = data
+    mask = np.zeros(len(y), dtype=bool)
+    mask[::15] = True
+    with sklearn.config_context(enable_metadata_routing=True):
+        search = PrivateRandomizedSearchCV(AdaMixClassifier(epsilon=2.0, delta=1e-5),
+                                           {"l2_regularization": [1e-3]}, n_iter=1)
+        with pytest.raises(Exception, match="public_mask"):
+            search.fit(X, y, public_mask=mask)
+    # Without routing an unknown parameter reaches the estimator, which rejects it.
+    with pytest.raises(TypeError, match="sample_weight"):
+        PrivateRandomizedSearchCV(DPSGDClassifier(epochs=1, accountant="rdp"), SPACE,
+                                  n_iter=1, random_state=0).fit(X, y, sample_weight=y)
+
+
+@pytest.mark.parametrize("estimator, sparse", [
+    (DPSGDClassifier(epochs=1), True),
+    (DPSGDFClassifier(epochs=1), False),
+    (make_pipeline(Normalizer(), DPSGDClassifier(epochs=1)), True),
+])
+def test_sparse_tag_follows_the_estimator(estimator, sparse):
+    from sklearn.utils import get_tags
+
+    search = PrivateRandomizedSearchCV(estimator, {})
+    assert get_tags(search).input_tags.sparse == get_tags(estimator).input_tags.sparse == sparse
+
+
+def test_one_sample_error_names_n_samples(data):
+    X, y = data
+    with pytest.raises(ValueError, match="n_samples=1"):
+        PrivateRandomizedSearchCV(DPSGDClassifier(), SPACE).fit(X[:1], y[:1])

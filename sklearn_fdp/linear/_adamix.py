@@ -914,6 +914,17 @@ class AdaMixClassifier(BaseDPLinearClassifier):
             public_oracle=public, noise_fn=noise_fn, callback=callback,
         )
         theta = result.theta if not theory else average + shift
+        # A check of the released (noisy) iterate and the public model only:
+        # post-processing, no privacy cost. atomic_fit keeps any previous fit.
+        if not (np.all(np.isfinite(theta)) and np.all(np.isfinite(theta_ref))):
+            step = (f"l2_regularization={self.l2_regularization!r} (the step size is "
+                    "2 / (λ (t + 1)))" if theory else f"learning_rate={self.learning_rate!r}")
+            raise ValueError(
+                f"Training of {name} diverged: the weights are not finite, with {step}. "
+                "Lower the step size (learning_rate='auto' takes a safe one from the "
+                "public records) and keep the rows scaled to a data-independent bound "
+                "(e.g. L2 norm <= 1)."
+            )
         if self.verbose:
             print(f"[{name}] {steps} noisy steps, ε spent {spent:.4g} (δ={self.delta:g}); "
                   f"{n_pub} public / {n_priv} private records", file=sys.stdout, flush=True)

@@ -1055,6 +1055,12 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
     def predict_proba(self, X):
         """Class probabilities, computed in batches of rows.
 
+        The forward pass runs in float64 (the weights trained in float32,
+        upcast exactly), so a row's probabilities do not depend on the other
+        rows predicted with it beyond float64 rounding (~1e-16): in float32
+        the BLAS kernel chosen for the batch's shape changed them by up to
+        ~1e-7.
+
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
@@ -1070,14 +1076,16 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
         from torch.func import functional_call
 
         device = self._predict_device(torch)
-        params = {k: v.detach().to(device) for k, v in self.module_.named_parameters()}
+        # float64 throughout: batch-invariant predictions (issue 22 item 6).
+        params = {k: v.detach().to(device=device, dtype=torch.float64)
+                  for k, v in self.module_.named_parameters()}
         out = np.empty((X.shape[0], len(self.classes_)), dtype=np.float64)
         with torch.no_grad():
             for start in range(0, X.shape[0], _PREDICT_BATCH):
-                xb = torch.tensor(X[start:start + _PREDICT_BATCH], dtype=torch.float32,
+                xb = torch.tensor(X[start:start + _PREDICT_BATCH], dtype=torch.float64,
                                   device=device)
                 z = functional_call(self.module_, params, (xb,))
-                out[start:start + len(xb)] = torch.softmax(z.double(), dim=1).cpu().numpy()
+                out[start:start + len(xb)] = torch.softmax(z, dim=1).cpu().numpy()
         return out
 
     def predict_log_proba(self, X):

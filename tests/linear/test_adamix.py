@@ -129,6 +129,26 @@ def test_unknown_parameter_values_raise(binary):
         AdaMixClassifier(variant="theory", l2_regularization=0.0).fit(X, y, public_mask=mask)
 
 
+@pytest.mark.parametrize("params, public", [({}, True), (NOISY_GD, True), (NOISY_GD, False)])
+def test_divergence_raises_naming_learning_rate_and_keeps_the_previous_fit(binary, params,
+                                                                          public):
+    """Issue 22 item 6: learning_rate=1e300 stored NaN coefficients (only RuntimeWarnings)."""
+    X, y, mask = binary
+    mask = mask if public else None
+    clf = AdaMixClassifier(epsilon=1.0, random_state=0, **params).fit(X, y, public_mask=mask)
+    before = copy.deepcopy(vars(clf))
+    clf.set_params(learning_rate=1e300)
+    with pytest.raises(ValueError, match=r"diverged.*learning_rate=1e\+300"):
+        clf.fit(X, y, public_mask=mask)
+    assert clf.learning_rate == 1e300  # the parameter stays as set
+    assert vars(clf).keys() == before.keys()
+    for key, value in before.items():
+        if isinstance(value, np.ndarray):
+            np.testing.assert_array_equal(getattr(clf, key), value, err_msg=key)
+    assert np.all(np.isfinite(clf.coef_))
+    clf.predict(X)
+
+
 # -- metadata routing --------------------------------------------------------------
 
 

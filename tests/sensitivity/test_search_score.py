@@ -175,3 +175,79 @@ def test_noisy_score_is_count_plus_gaussian_over_n_val():
     draws = np.array([_noisy_score(7.0, 2.0, rng, 10) for _ in range(20000)]) * 10
     assert abs(draws.mean() - 7.0) < 4 * 2.0 / np.sqrt(len(draws))
     assert draws.std() == pytest.approx(2.0, rel=0.05)
+
+
+# -- with public records (issue 22 item 6) --------------------------------------------
+#
+# AdaMix's public_mask now reaches the trials (split with X), and the score
+# counts every validation row, public ones included. AdaMix protects one
+# private record under add/remove (or replacement of a private record, which
+# the composition of two add/remove steps covers); the public rows and which
+# rows are public stay fixed. The count still moves by at most 1.
+
+
+@functools.lru_cache(maxsize=None)
+def _adamix_trial():
+    """The released trial of a search over AdaMix fitted with a public mask."""
+    from sklearn_fdp import AdaMixClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((400, N_FEATURES))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    public = np.zeros(len(y), dtype=bool)
+    public[::10] = True
+    search = PrivateRandomizedSearchCV(
+        AdaMixClassifier(epsilon=20.0, delta=1e-5, random_state=0),
+        {"l2_regularization": [1e-3, 1e-2]}, n_iter=2, random_state=0)
+    return search.fit(X, y, public_mask=public).best_estimator_
+
+
+@st.composite
+def validation_sets_with_public_rows(draw):
+    """``(model, X, y, X', y', what)``: one private validation record removed or replaced."""
+    model = _adamix_trial()
+    X, _ = draw(adversarial_dense(n_rows=(2, 12), n_cols=(N_FEATURES, N_FEATURES)))
+    n = X.shape[0]
+    y = np.asarray(draw(st.lists(st.sampled_from([0, 1]), min_size=n, max_size=n)))
+    public = np.asarray(draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+    private_rows = np.flatnonzero(~public)
+    if len(private_rows) == 0:
+        public[0] = False
+        private_rows = np.array([0])
+    i = int(draw(st.sampled_from(list(private_rows))))
+    if draw(st.booleans()):
+        X2, y2 = remove_one(X, y, i)
+        what = "remove a private record"
+    else:
+        scale = draw(st.sampled_from(SCALES))
+        values = np.random.default_rng(draw(st.integers(0, 2**32 - 1))).standard_normal(
+            N_FEATURES) * scale
+        X2 = replace_columns(X, i, np.arange(N_FEATURES), values.astype(X.dtype))
+        y2 = replace_label(y, i, 1 - y[i])
+        what = "replace a private record"
+    return model, X, y, X2, y2, what
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(validation_sets_with_public_rows())
+def test_count_with_public_rows_moves_by_at_most_one(case):
+    _check(*case)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_count_with_public_rows_worst_cases(dtype):
+    # A correct private record removed, or replaced by a wrong one at a huge
+    # scale: the count moves by exactly 1; public rows around it change nothing.
+    model = _adamix_trial()
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((20, N_FEATURES)).astype(dtype)
+    y = np.asarray(model.predict(X))  # every record correct
+    i = 7  # a private row; rows 0-4 would be public: they stay as they are
+    huge = np.full(N_FEATURES, 1e8, dtype=dtype)
+    assert _check(model, X, y, *remove_one(X, y, i), "remove a correct private record") == 1.0
+    assert _check(model, X, y, replace_columns(X, i, np.arange(N_FEATURES), huge),
+                  replace_label(y, i, 1 - y[i]), "replace it at 1e8 with a wrong label") <= 1.0
+    hostile = np.random.default_rng(4)
+    _check(model, hostile_csr(X, hostile), y, *remove_one(hostile_csr(X, hostile), y, i),
+           "remove, hostile CSR")
