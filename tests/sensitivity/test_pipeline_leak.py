@@ -215,9 +215,13 @@ def check_no_leak(factory, placement, X, private_idx, row, new_values):
     attacked = protected if traced is None else [c for c in protected if c in traced]
     if not attacked:
         return "unprotected"
-    # The neighbour: one record's protected columns replaced.
-    df2 = df.copy()
-    df2.loc[row, attacked] = np.resize(new_values, len(attacked)).astype(df.dtypes[attacked[0]])
+    # The neighbour: one record's protected columns replaced. Built the way df
+    # was (a frame over a copy of X with X's memory layout): pandas 2.0 turns a
+    # frame edited in place from C- to F-ordered blocks, and a column reduction
+    # over the other layout rounds differently (1e-15), a change that is no leak.
+    X2 = np.array(X, copy=True, order="K")
+    X2[row, df.columns.get_indexer(attacked)] = np.resize(new_values, len(attacked))
+    df2 = _frame(X2, private_idx)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
