@@ -197,6 +197,8 @@ class RowSource:
     def gather(self, idx):
         """Rows ``idx`` (sorted indices read fastest) as a C-contiguous ndarray."""
         idx = np.asarray(idx, dtype=np.intp)
+        if idx.size == 0:
+            return np.empty((0, self.shape[1]), dtype=self.dtype)
         return np.ascontiguousarray(self._read_rows(idx), dtype=self.dtype)
 
     def iter_chunks(self, chunk_bytes=None):
