@@ -456,6 +456,7 @@ def test_mlp_fit_never_builds_a_full_tensor(tmp_path, monkeypatch):
     # torch's allocations are not traced by tracemalloc: count the elements
     # of every tensor the fit creates from numpy data instead.
     torch = pytest.importorskip("torch")
+    monkeypatch.setattr(_outofcore, "CHUNK_BYTES", 2**18)
     Xm, y = _big_memmap(tmp_path, n=20_000)
     largest = [0]
     for fn in ("tensor", "as_tensor", "from_numpy"):
