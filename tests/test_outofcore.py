@@ -376,6 +376,8 @@ MLPS = {
     "dp": dict(method="dp"),
     "dpsgd_vmap": dict(private_features=[0], label_public=True, method="dpsgd",
                        public_epochs=1, per_example="vmap"),
+    # public columns above MAX_PUBLIC_ABS: Algorithm 1 computes in float64
+    "alg1_float64": dict(private_features=[0], label_public=True, public_loss="gaussian_pad"),
 }
 
 
@@ -384,6 +386,8 @@ MLPS = {
 def test_mlp_streams_with_the_in_memory_model(tmp_path, name, dtype):
     torch = pytest.importorskip("torch")
     X, y = _data(3, dtype)
+    if name == "alg1_float64":
+        X[:, 1:] *= 50.0
     Xm = _memmap(tmp_path, X)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
