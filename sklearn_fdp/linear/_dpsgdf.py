@@ -9,7 +9,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import accounting
 from .._engine import LinearGradientOracle
-from .._outofcore import MappedRowSource, is_row_source, iter_row_blocks
+from .._outofcore import (
+    MappedRowSource,
+    as_row_source,
+    is_row_source,
+    iter_row_blocks,
+    should_stream,
+)
 from .._preprocessing import _row_norms, apply_row_factors, row_scale_factors, scale_rows
 from .._validation import Interval, StrOptions, _fit_context, atomic_fit
 from .._random import secure_if
@@ -723,10 +729,31 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
         scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], order="C")
-        X = scale_rows(X, self.feature_norm_, self._row_scaling(), type(self).__name__)
-        scores = X @ self.coef_.T + self.intercept_
+        if should_stream(X):
+            scores = self._out_of_core_scores(X)
+        else:
+            X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], order="C")
+            X = scale_rows(X, self.feature_norm_, self._row_scaling(), type(self).__name__)
+            scores = X @ self.coef_.T + self.intercept_
         return scores.ravel() if scores.shape[1] == 1 else scores
+
+    def _out_of_core_scores(self, X):
+        """Scores of a large memmap or dask array, scaled and scored in row blocks."""
+        from .._validation import _assert_all_finite, _check_feature_names, _check_n_features
+
+        name = type(self).__name__
+        _check_feature_names(self, X, reset=False)
+        source = as_row_source(X, name)
+        _check_n_features(self, X, reset=False)
+        scores = None
+        for start, block in source.iter_chunks():
+            _assert_all_finite(block, allow_nan=False, input_name="X", estimator_name=name)
+            Xs = scale_rows(block, self.feature_norm_, self._row_scaling(), name)
+            part = Xs @ self.coef_.T + self.intercept_
+            if scores is None:
+                scores = np.empty((source.shape[0], part.shape[1]), dtype=part.dtype)
+            scores[start:start + len(block)] = part
+        return scores
 
     def __sklearn_is_fitted__(self):
         # ``mean_`` is set last in ``fit``; validation alone (n_features_in_)
