@@ -40,12 +40,16 @@ __all__ = [
     "RELEASE_BYTES",
     "STREAM_MIN_BYTES",
     "DaskRowSource",
+    "MappedRowSource",
     "MemmapRowSource",
     "RowSource",
     "as_row_source",
+    "block_bounds",
     "is_dask_array",
     "is_out_of_core",
     "is_row_source",
+    "iter_row_blocks",
+    "row_block_size",
     "should_stream",
     "validate_row_source",
 ]
@@ -111,6 +115,44 @@ def _training_dtype(dtype, estimator_name):
     )
 
 
+def row_block_size(n_features, itemsize, chunk_bytes=None):
+    """Rows per block of about ``chunk_bytes`` (default :data:`CHUNK_BYTES`), at least 2."""
+    chunk_bytes = CHUNK_BYTES if chunk_bytes is None else chunk_bytes
+    return max(2, int(chunk_bytes // max(1, int(n_features) * int(itemsize))))
+
+
+def block_bounds(n_rows, step):
+    """``(start, stop)`` of consecutive blocks of ``step`` rows covering ``n_rows`` rows.
+
+    No block has a single row unless ``n_rows`` is 1: a 1-row remainder
+    joins the previous block (numpy's einsum may sum a single row in
+    another order than a row of a taller block).
+    """
+    step = max(2, int(step))
+    for start in range(0, n_rows, step):
+        if start > 0 and n_rows - start < 2:
+            break  # taken by the previous block
+        yield start, (n_rows if n_rows - (start + step) < 2 else start + step)
+
+
+def iter_row_blocks(X, chunk_bytes=None):
+    """Yield ``(start, block)``: consecutive row blocks of an ndarray or a :class:`RowSource`.
+
+    The blocks of an in-memory array and of a source of the same shape and
+    dtype are the same rows (:func:`block_bounds` with
+    :func:`row_block_size`), so a statistic accumulated block by block is
+    the same bit for bit whether ``X`` is in memory or read from disk. An
+    ndarray's blocks are views; a source's are fresh C-contiguous arrays of
+    its dtype.
+    """
+    if isinstance(X, (RowSource, _ColumnView)):
+        yield from X.iter_chunks(chunk_bytes)
+        return
+    step = row_block_size(X.shape[1], X.dtype.itemsize, chunk_bytes)
+    for start, stop in block_bounds(X.shape[0], step):
+        yield start, X[start:stop]
+
+
 class RowSource:
     """Rows of an out-of-core 2-D array, gathered batch by batch.
 
@@ -155,19 +197,17 @@ class RowSource:
     def gather(self, idx):
         """Rows ``idx`` (sorted indices read fastest) as a C-contiguous ndarray."""
         idx = np.asarray(idx, dtype=np.intp)
+        if idx.size == 0:
+            return np.empty((0, self.shape[1]), dtype=self.dtype)
         return np.ascontiguousarray(self._read_rows(idx), dtype=self.dtype)
 
     def iter_chunks(self, chunk_bytes=None):
         """Yield ``(start, block)``: consecutive row blocks covering ``X`` once."""
-        n = self.shape[0]
         # At least 2 rows per chunk, and no 1-row last chunk: numpy's einsum
         # sums a single row in another order than a row of a taller block,
         # and the row norms must match the in-memory ones bit for bit.
-        step = max(2, self.chunk_rows(chunk_bytes))
-        for start in range(0, n, step):
-            if start > 0 and n - start < 2:
-                break  # taken by the previous chunk
-            stop = n if n - (start + step) < 2 else start + step
+        step = row_block_size(self.shape[1], self.itemsize, chunk_bytes)
+        for start, stop in block_bounds(self.shape[0], step):
             block = np.ascontiguousarray(self._read_slice(start, stop), dtype=self.dtype)
             yield start, block
             self.release()
@@ -341,6 +381,47 @@ class DaskRowSource(RowSource):
         return np.asarray(self.data[start:stop].compute())
 
 
+class MappedRowSource(RowSource):
+    """Rows ``fn(rows, idx)`` of another :class:`RowSource`, computed as they are read.
+
+    For estimators that train on a row-wise transform of ``X`` (row
+    scaling, centring, augmentation): the transform is applied to each
+    gathered batch and each chunk, never to the whole array. ``fn`` gets the
+    base rows (C-contiguous, of the base's dtype) and ``idx``, the indices
+    of those rows in ``X`` (a sorted integer array, or a ``slice`` for a
+    chunk), so it can look up per-row factors computed beforehand; it must
+    treat every row on its own (no reduction across rows), so that a row
+    comes out the same whichever batch or chunk it is read in.
+
+    Parameters
+    ----------
+    base : RowSource
+    fn : callable ``fn(rows, idx) -> ndarray`` of shape ``(len(rows), n_features)``
+    n_features : int
+        Columns of the mapped rows.
+    dtype : numpy.dtype
+        Dtype of the mapped rows.
+    """
+
+    def __init__(self, base, fn, n_features, dtype):
+        self.data = base.data
+        self.base = base
+        self.fn = fn
+        self.shape = (base.shape[0], int(n_features))
+        self.dtype = np.dtype(dtype)
+        self._row_norms_sq = None
+
+    def _read_rows(self, idx):
+        return self.fn(self.base.gather(idx), idx)
+
+    def _read_slice(self, start, stop):
+        rows = np.ascontiguousarray(self.base._read_slice(start, stop), dtype=self.base.dtype)
+        return self.fn(rows, slice(start, stop))
+
+    def release(self):
+        self.base.release()
+
+
 class _ColumnView:
     """``X[:, cols]`` of a :class:`RowSource`, read lazily (rows, then columns)."""
 
@@ -429,14 +510,19 @@ def as_row_source(X, estimator_name="estimator", release_bytes=None):
     raise TypeError(f"X of type {type(X).__name__} is not an out-of-core array.")
 
 
-def validate_row_source(estimator, X, y, release_bytes=None):
+def validate_row_source(estimator, X, y, release_bytes=None, *, reset=True,
+                        compute_dtype=None):
     """Out-of-core twin of ``validate_data(estimator, X, y)`` plus the row-norm check.
 
     Runs every check the in-memory path runs (finite values, the overflow
     bound of :func:`~sklearn_fdp._validation.check_row_norms_finite`, the
     target checks, ``n_features_in_``), reading ``X`` once in chunks; the
     squared row norms are computed in the same pass and cached on the
-    source. Returns ``(source, y)``.
+    source. ``y=None`` skips the target checks (transformers).
+    ``reset=False`` checks ``n_features_in_`` and the feature names
+    against a fitted estimator instead of setting them. ``compute_dtype``
+    is passed on to the row-norm check (e.g. float32 for a network that
+    computes in float32). Returns ``(source, y)``.
     """
     from ._validation import (
         _assert_all_finite,
@@ -448,15 +534,17 @@ def validate_row_source(estimator, X, y, release_bytes=None):
     )
 
     name = type(estimator).__name__
-    _check_feature_names(estimator, X, reset=True)
+    _check_feature_names(estimator, X, reset=reset)
     source = as_row_source(X, name, release_bytes=release_bytes)
-    y = _check_y(y, multi_output=False, y_numeric=False, estimator=estimator)
-    check_consistent_length(X, y)
+    if y is not None:
+        y = _check_y(y, multi_output=False, y_numeric=False, estimator=estimator)
+        check_consistent_length(X, y)
     norms = np.empty(source.shape[0], dtype=np.float64)
+    norm_kw = {} if compute_dtype is None else {"compute_dtype": compute_dtype}
     for start, block in source.iter_chunks():
         _assert_all_finite(block, allow_nan=False, input_name="X", estimator_name=name)
-        check_row_norms_finite(block, name)
+        check_row_norms_finite(block, name, **norm_kw)
         norms[start:start + len(block)] = np.einsum("ij,ij->i", block, block, dtype=np.float64)
     source._row_norms_sq = norms
-    _check_n_features(estimator, X, reset=True)
+    _check_n_features(estimator, X, reset=reset)
     return source, y

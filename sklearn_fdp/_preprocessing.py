@@ -7,6 +7,7 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import accounting
+from ._outofcore import as_row_source, iter_row_blocks, should_stream, validate_row_source
 from ._random import NOISE_OPTIONS, spawn_generators
 from ._validation import (
     DELTA_CONSTRAINT,
@@ -24,6 +25,37 @@ __all__ = ["PrivateMeanCenterer"]
 ROW_SCALINGS = ("normalize", "clip", "none")
 
 
+def row_scale_factors(X, norm_bound, row_scaling):
+    """The float64 factor ``f_i`` by which :func:`scale_rows` multiplies row ``i``.
+
+    ``X`` is an ndarray or an out-of-core :class:`~sklearn_fdp._outofcore.RowSource`;
+    it is read in row blocks (:func:`~sklearn_fdp._outofcore.iter_row_blocks`),
+    so the factors are the same bit for bit in memory and out of core.
+    ``"normalize"``: ``norm_bound / ‖x_i‖`` (0 for zero rows); ``"clip"``:
+    ``min(1, norm_bound / ‖x_i‖)``; an overflowing norm gives 0.
+    """
+    out = np.empty(X.shape[0], dtype=np.float64)
+    for start, block in iter_row_blocks(X):
+        norms = _row_norms(np.asarray(block, dtype=np.float64))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if row_scaling == "normalize":
+                factor = np.where(norms > 0, norm_bound / norms, 0.0)
+            else:  # "clip"
+                factor = np.where(norms > norm_bound, norm_bound / norms, 1.0)
+        # An overflowing norm (inf) gives factor 0: the row is zeroed, still bounded.
+        out[start:start + len(block)] = np.nan_to_num(factor, nan=0.0, posinf=0.0)
+    return out
+
+
+def apply_row_factors(rows, factors, dtype):
+    """``rows * factors[:, None]`` computed in float64, as a C-contiguous array of ``dtype``.
+
+    Row by row (no reduction), so a row comes out the same in any batch.
+    """
+    scaled = np.asarray(rows, dtype=np.float64) * factors[:, None]
+    return np.ascontiguousarray(scaled, dtype=dtype)
+
+
 def scale_rows(X, norm_bound, row_scaling, estimator_name):
     """Data-independent row scaling; returns a new array (``X`` is not modified).
 
@@ -31,20 +63,31 @@ def scale_rows(X, norm_bound, row_scaling, estimator_name):
     stay zero). ``"clip"``: rows of norm above ``norm_bound`` scaled down to
     it. ``"none"``: rows unchanged (a copy). No branch depends on the data
     in a way that is observable apart from the returned rows, so nothing
-    about ``X`` leaks through an exception or a warning.
+    about ``X`` leaks through an exception or a warning. ``X`` may be a
+    memmap: it is read in row blocks into the returned in-memory array.
     """
     if row_scaling == "none":
         return np.array(X, copy=True, order="C")
-    X64 = np.asarray(X, dtype=np.float64)
-    norms = _row_norms(X64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if row_scaling == "normalize":
-            factor = np.where(norms > 0, norm_bound / norms, 0.0)
-        else:  # "clip"
-            factor = np.where(norms > norm_bound, norm_bound / norms, 1.0)
-    # An overflowing norm (inf) gives factor 0: the row is zeroed, still bounded.
-    factor = np.nan_to_num(factor, nan=0.0, posinf=0.0)
-    return np.ascontiguousarray(X64 * factor[:, None], dtype=X.dtype)
+    factors = row_scale_factors(X, norm_bound, row_scaling)
+    out = np.empty(X.shape, dtype=X.dtype)
+    for start, block in iter_row_blocks(X):
+        stop = start + len(block)
+        out[start:stop] = apply_row_factors(block, factors[start:stop], X.dtype)
+    return out
+
+
+def scaled_row_sum(X, norm_bound, row_scaling):
+    """``Σ_i scale(x_i)`` in float64, one pass over row blocks of ``X``.
+
+    The rows are scaled as :func:`scale_rows` scales them (rounded to
+    ``X``'s dtype); each block's column sums are added in order, the same
+    blocks in memory and out of core.
+    """
+    total = np.zeros(X.shape[1], dtype=np.float64)
+    for start, block in iter_row_blocks(X):
+        factors = row_scale_factors(block, norm_bound, row_scaling)
+        total += apply_row_factors(block, factors, X.dtype).sum(axis=0, dtype=np.float64)
+    return total
 
 
 # Rows whose largest entry lies in this range have float64 squares that
@@ -232,19 +275,23 @@ class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
         self : PrivateMeanCenterer
         """
         name = type(self).__name__
-        X = validate_numeric_data(self, X, dtype=[np.float64, np.float32], order="C")
-        check_row_norms_finite(X, name)
+        if should_stream(X):
+            # A large numpy.memmap / dask array: checked and summed in row
+            # blocks (sklearn_fdp._outofcore), never read into memory whole.
+            X, _ = validate_row_source(self, X, None)
+        else:
+            X = validate_numeric_data(self, X, dtype=[np.float64, np.float32], order="C")
+            check_row_norms_finite(X, name)
         n_samples, n_features = X.shape
         check_delta_vs_n(self.delta, n_samples, name)
         # "none": rows the user bounded; clipping them (a no-op when the bound
         # holds) keeps the sensitivity at norm_bound without any data-dependent
         # error or warning.
         scaling = "clip" if self.row_scaling == "none" else self.row_scaling
-        Xs = scale_rows(X, float(self.norm_bound), scaling, name)
         sigma = accounting.gaussian_noise_multiplier(self.epsilon, self.delta)
         noise_std = sigma * float(self.norm_bound) / n_samples
         (rng,) = spawn_generators(self.random_state, 1, noise=self.noise)
-        true_mean = Xs.sum(axis=0, dtype=np.float64) / n_samples
+        true_mean = scaled_row_sum(X, float(self.norm_bound), scaling) / n_samples
         self.mean_ = true_mean + rng.normal(0.0, noise_std, size=n_features)
         self.noise_std_ = float(noise_std)
         self.noise_multiplier_ = float(sigma)
@@ -264,13 +311,47 @@ class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
         Returns
         -------
         X_new : ndarray of shape (n_samples, n_features)
-            Same float dtype as ``X`` (float64 for other dtypes).
+            Same float dtype as ``X`` (float64 for other dtypes). An
+            in-memory array even when ``X`` is a ``numpy.memmap`` or a dask
+            array (as every scikit-learn transformer returns): it needs as
+            much memory as ``X`` would. A large out-of-core ``X`` is read in
+            row blocks, so nothing else of its size is allocated; to keep
+            the centred data out of memory too, transform it block by block
+            into a memmap of your own (``out[a:b] = centerer.transform(X[a:b])``),
+            or let :class:`~sklearn_fdp.DPSGDFClassifier` centre each batch.
         """
         check_is_fitted(self)
+        if should_stream(X):
+            return self._map_out_of_core(X, self._centre_rows)
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], order="C")
         Xs = self._scale_for_transform(X)
         Xs -= self.mean_.astype(Xs.dtype, copy=False)
         return Xs
+
+    def _centre_rows(self, block):
+        """``transform`` of a block of validated rows (row by row)."""
+        Xs = self._scale_for_transform(block)
+        Xs -= self.mean_.astype(Xs.dtype, copy=False)
+        return Xs
+
+    def _map_out_of_core(self, X, fn):
+        """``fn`` of every row block of a large memmap or dask array, into one ndarray.
+
+        The rows are read from the file in blocks (as in ``fit``), checked
+        like ``validate_data`` checks them, and written into the output:
+        the output is the only array of ``X``'s size.
+        """
+        from ._validation import _assert_all_finite, _check_feature_names, _check_n_features
+
+        name = type(self).__name__
+        _check_feature_names(self, X, reset=False)
+        source = as_row_source(X, name)
+        _check_n_features(self, X, reset=False)
+        out = np.empty(source.shape, dtype=source.dtype)
+        for start, block in source.iter_chunks():
+            _assert_all_finite(block, allow_nan=False, input_name="X", estimator_name=name)
+            out[start:start + len(block)] = fn(block)
+        return out
 
     def _scale_for_transform(self, X):
         if self.row_scaling == "none":
@@ -294,6 +375,8 @@ class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
             ``row_scaling="none"``).
         """
         check_is_fitted(self)
+        if should_stream(X):
+            return self._map_out_of_core(X, lambda b: b + self.mean_.astype(b.dtype, copy=False))
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], order="C")
         return X + self.mean_.astype(X.dtype, copy=False)
 

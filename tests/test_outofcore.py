@@ -19,6 +19,7 @@ from sklearn_fdp import (
     DPSGDClassifier,
     DPSGDFClassifier,
     FeatureDPLogisticRegression,
+    PrivateMeanCenterer,
 )
 from sklearn_fdp import _outofcore
 from sklearn_fdp._engine import _linear as engine_linear
@@ -252,19 +253,236 @@ def test_file_reader_matches_the_map(tmp_path):
     assert as_row_source(Xm[:, ::2]).reader == "map"
 
 
-@pytest.mark.parametrize("name", ["DPSGDFClassifier", "AdaMixClassifier"])
-def test_estimators_that_need_x_in_memory_still_accept_memmaps(tmp_path, name):
-    # DPSGDF rescales and centres every row and AdaMix takes full-batch
-    # steps: they read the memmap into memory, with the in-memory result.
+# -- every estimator that accepts a memmap streams it (issue 22 item 4) --------
+
+ADAMIX = dict(epsilon=4.0, delta=1e-6, noise_multiplier=2.0, public_epochs=20, random_state=0)
+
+# Estimators that used to read an out-of-core X into memory. Each entry:
+# (estimator, number of public records for AdaMix's public_mask or None).
+OTHERS = {
+    "dpsgdf_practical": (DPSGDFClassifier(epsilon_mean=1.0, **COMMON), None),
+    "dpsgdf_practical_no_intercept": (
+        DPSGDFClassifier(epsilon_mean=1.0, fit_intercept=False, loss="hinge", **COMMON), None),
+    "dpsgdf_analysed": (DPSGDFClassifier(variant="analysed", epsilon_mean=1.0,
+                                         epsilon_quantile=0.5, feature_norm=2.0, **COMMON),
+                        None),
+    "dpsgdf_analysed_no_intercept": (
+        DPSGDFClassifier(variant="analysed", epsilon_mean=1.0, epsilon_quantile=0.5,
+                         fit_intercept=False, **COMMON), None),
+    "adamix_feature_fixed": (AdaMixClassifier(**ADAMIX), 8),
+    "adamix_feature_full_rank": (AdaMixClassifier(**ADAMIX), 40),
+    "adamix_feature_k2": (AdaMixClassifier(subspace_dim=2, **ADAMIX), 8),
+    "adamix_feature_k2_many_public": (AdaMixClassifier(subspace_dim=2, **ADAMIX), 40),
+    "adamix_gradient_gram": (AdaMixClassifier(subspace="gradient", **ADAMIX), 8),
+    "adamix_gradient_basis": (AdaMixClassifier(subspace="gradient", subspace_dim=3, **ADAMIX),
+                              40),
+    "adamix_noisy_gd": (AdaMixClassifier(projection=False, adaptive_clipping=False, **ADAMIX),
+                        None),
+    "adamix_theory": (AdaMixClassifier(variant="theory", l2_regularization=1e-2, **ADAMIX), 8),
+}
+
+
+def _fit_other(name, X, y):
+    est, n_pub = OTHERS[name]
+    est = clone(est)
+    if n_pub is None:
+        return est.fit(X, y)
+    mask = np.zeros(len(y), dtype=bool)
+    mask[np.random.default_rng(5).choice(len(y), n_pub, replace=False)] = True
+    return est.fit(X, y, public_mask=mask)
+
+
+def _assert_same_fit(a, b):
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.intercept_, b.intercept_)
+    assert a.coef_.dtype == b.coef_.dtype
+    assert a.epsilon_ == b.epsilon_ and a.steps_ == b.steps_
+    for attr in ("mean_", "quantile_", "mean_radii_", "clip_thresholds_", "subspace_dims_",
+                 "pretrained_coef_"):
+        if hasattr(a, attr):
+            np.testing.assert_array_equal(getattr(a, attr), getattr(b, attr), err_msg=attr)
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    # Many row blocks even on these small arrays: every blockwise statistic
+    # (sums, histograms, AdaMix's per-step passes) crosses block edges.
+    monkeypatch.setattr(_outofcore, "CHUNK_BYTES", 7 * D * 8 * 23)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("name", list(OTHERS))
+def test_other_estimators_stream_with_the_in_memory_model(tmp_path, small_chunks, name,
+                                                          n_classes, dtype):
+    X, y = _data(n_classes, dtype)
+    X[:, 0] += 3.0  # an offset for the centring to remove
+    Xm = _memmap(tmp_path, X)
+    ref = _fit_other(name, X, y)
+    est = _fit_other(name, Xm, y)
+    _assert_same_fit(ref, est)
+    np.testing.assert_array_equal(est.predict(Xm), ref.predict(X))
+
+
+@pytest.mark.parametrize("name", ["dpsgdf_analysed", "adamix_gradient_gram"])
+def test_other_estimators_stream_dask_arrays(small_chunks, name):
+    da = pytest.importorskip("dask.array")
+    X, y = _data(3)
+    Xd = da.from_array(X, chunks=(700, D))
+    _assert_same_fit(_fit_other(name, X, y), _fit_other(name, Xd, y))
+
+
+def test_adamix_per_instance_epsilon_streams(tmp_path, small_chunks):
     X, y = _data()
     Xm = _memmap(tmp_path, X)
-    est = {
-        "DPSGDFClassifier": DPSGDFClassifier(epsilon_mean=1.0, **COMMON),
-        "AdaMixClassifier": AdaMixClassifier(epsilon=4.0, delta=1e-6, noise_multiplier=2.0,
-                                             projection=False, adaptive_clipping=False,
-                                             random_state=0),
-    }[name]
-    _assert_same_model(clone(est).fit(X, y), clone(est).fit(Xm, y))
+    mask = np.zeros(N, dtype=bool)
+    mask[:8] = True
+    est = AdaMixClassifier(store_iterates=True, **ADAMIX).fit(X, y, public_mask=mask)
+    np.testing.assert_array_equal(est.per_instance_epsilon(Xm, y, public_mask=mask),
+                                  est.per_instance_epsilon(X, y, public_mask=mask))
+
+
+@pytest.mark.parametrize("row_scaling", ["normalize", "clip", "none"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_mean_centerer_streams(tmp_path, small_chunks, row_scaling, dtype):
+    X, _ = _data(dtype=dtype)
+    X = X * 3.0 + 1.0
+    Xm = _memmap(tmp_path, X)
+    params = dict(epsilon=1.0, delta=1e-6, row_scaling=row_scaling, random_state=0)
+    ref = PrivateMeanCenterer(**params).fit(X)
+    est = PrivateMeanCenterer(**params).fit(Xm)
+    np.testing.assert_array_equal(est.mean_, ref.mean_)
+    assert est.epsilon_ == ref.epsilon_ and est.n_features_in_ == D
+    # transform: an in-memory array of X's size (what a transformer returns).
+    Xt = est.transform(Xm)
+    assert type(Xt) is np.ndarray and Xt.dtype == dtype
+    np.testing.assert_array_equal(Xt, ref.transform(X))
+    np.testing.assert_array_equal(est.inverse_transform(Xt), ref.inverse_transform(Xt))
+
+
+def _mlp(**kw):
+    from sklearn_fdp import MLPFeatureDP
+
+    params = dict(hidden_layer_sizes=(8,), epsilon=4.0, delta=1e-6, epochs=2, device="cpu",
+                  random_state=0)
+    params.update(kw)
+    return MLPFeatureDP(**params)
+
+
+MLPS = {
+    "alg1_pad": dict(private_features=[0, 3], label_public=True, public_loss="gaussian_pad",
+                     public_epochs=1),
+    "alg1_mask": dict(private_features=[1]),
+    "dp": dict(method="dp"),
+    "dpsgd_vmap": dict(private_features=[0], label_public=True, method="dpsgd",
+                       public_epochs=1, per_example="vmap"),
+    # public columns above MAX_PUBLIC_ABS: Algorithm 1 computes in float64
+    "alg1_float64": dict(private_features=[0], label_public=True, public_loss="gaussian_pad"),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name", list(MLPS))
+def test_mlp_streams_with_the_in_memory_model(tmp_path, name, dtype):
+    torch = pytest.importorskip("torch")
+    X, y = _data(3, dtype)
+    if name == "alg1_float64":
+        X[:, 1:] *= 50.0
+    Xm = _memmap(tmp_path, X)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        ref = _mlp(**MLPS[name]).fit(X, y)
+        est = _mlp(**MLPS[name]).fit(Xm, y)
+    finally:
+        torch.set_num_threads(threads)
+    for a, b in zip(ref.module_.parameters(), est.module_.parameters()):
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+    assert est.epsilon_ == ref.epsilon_ and est.n_features_in_ == D
+    np.testing.assert_array_equal(est.predict_proba(Xm), ref.predict_proba(X))
+
+
+def _big_memmap(tmp_path, n=40_000, d=64, seed=2):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) / np.sqrt(d)
+    X[:, 0] += 2.0
+    y = (X[:, 1] > 0).astype(int)
+    return _memmap(tmp_path, X, name="big.npy"), y
+
+
+def _traced_peak(fit):
+    tracemalloc.start()
+    try:
+        fit()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak
+
+
+MEMORY_CASES = {
+    "centerer": lambda: PrivateMeanCenterer(epsilon=1.0, delta=1e-6, random_state=0),
+    "dpsgdf_practical": lambda: DPSGDFClassifier(epsilon=None, noise_multiplier=1.0,
+                                                 epsilon_mean=0.5, delta=1e-6, epochs=0.5,
+                                                 accountant="rdp", random_state=0),
+    "dpsgdf_analysed": lambda: DPSGDFClassifier(epsilon=None, noise_multiplier=1.0,
+                                                epsilon_mean=0.5, epsilon_quantile=0.5,
+                                                variant="analysed", delta=1e-6, epochs=0.5,
+                                                accountant="rdp", random_state=0),
+    "adamix_feature": lambda: AdaMixClassifier(**ADAMIX),
+    "adamix_gradient": lambda: AdaMixClassifier(subspace="gradient", **ADAMIX),
+    "adamix_noisy_gd": lambda: AdaMixClassifier(projection=False, adaptive_clipping=False,
+                                                **ADAMIX),
+}
+
+
+@pytest.mark.parametrize("name", list(MEMORY_CASES))
+def test_other_fits_do_not_load_x(tmp_path, monkeypatch, name):
+    # As test_fit_does_not_load_x: the fit allocates O(n) and O(chunk), never
+    # O(n x d) (X is 64 float64 per row; the bound is 16 per row).
+    monkeypatch.setattr(_outofcore, "CHUNK_BYTES", 2**18)
+    # AdaMix: a fixed number of steps (its ε -> T calibration is slow under
+    # tracemalloc and allocates nothing of X's size).
+    monkeypatch.setattr(AdaMixClassifier, "_calibrate_steps", lambda self, sigma: (3, 0.5))
+    Xm, y = _big_memmap(tmp_path)
+    mask = np.zeros(len(y), dtype=bool)
+    mask[:10] = True
+    fit_kw = {"public_mask": mask} if name.startswith("adamix") else {}
+    args = (Xm,) if name == "centerer" else (Xm, y)
+    small = (Xm[:200],) if name == "centerer" else (Xm[:200], y[:200])
+    small_kw = {"public_mask": mask[:200]} if fit_kw else {}
+    MEMORY_CASES[name]().set_params(delta=1e-4).fit(*small, **small_kw)  # compile, import
+    peak = _traced_peak(lambda: MEMORY_CASES[name]().fit(*args, **fit_kw))
+    assert peak < Xm.nbytes / 4, (peak, Xm.nbytes)
+
+
+def test_mlp_fit_never_builds_a_full_tensor(tmp_path, monkeypatch):
+    # torch's allocations are not traced by tracemalloc: count the elements
+    # of every tensor the fit creates from numpy data instead.
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(_outofcore, "CHUNK_BYTES", 2**18)
+    Xm, y = _big_memmap(tmp_path, n=20_000)
+    largest = [0]
+    for fn in ("tensor", "as_tensor", "from_numpy"):
+        real = getattr(torch, fn)
+
+        def spy(data, *a, _real=real, **k):
+            out = _real(data, *a, **k)
+            largest[0] = max(largest[0], out.numel())
+            return out
+
+        monkeypatch.setattr(torch, fn, spy)
+    est = _mlp(private_features=[0, 3], label_public=True, public_epochs=1, epochs=0.2,
+               batch_size=256, delta=1e-5)
+    est.fit(Xm, y)
+    assert largest[0] < Xm.size / 4, (largest[0], Xm.size)
+    tracemalloc.start()
+    try:
+        est.fit(Xm, y)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < Xm.nbytes / 4, (peak, Xm.nbytes)
 
 
 def test_bad_out_of_core_inputs_raise_the_in_memory_errors(tmp_path):

@@ -32,6 +32,14 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import accounting
 from .._engine import EngineConfig, LinearLoss, run_dp_sgd
+from .. import _outofcore
+from .._outofcore import (
+    block_bounds,
+    is_row_source,
+    row_block_size,
+    should_stream,
+    validate_row_source,
+)
 from .._random import NOISE_OPTIONS, spawn_generators
 from .._validation import (
     DELTA_CONSTRAINT,
@@ -77,6 +85,43 @@ def _residual(Z, y):
     return R
 
 
+class _PrivateRows:
+    """The private records of an AdaMix fit, read in blocks of rows.
+
+    Every pass over the private records (one per step) goes block by block,
+    in memory as out of core, with the same blocks (about
+    :data:`~sklearn_fdp._outofcore.CHUNK_BYTES` of float64 rows each), so
+    the per-step sums are the same bit for bit either way.
+
+    Parameters
+    ----------
+    X : ndarray or RowSource
+        The private records (a float64 ndarray, ``rows=None``), or an
+        out-of-core source of all records.
+    rows : ndarray of int or None
+        Sorted indices of the private records in the source.
+    """
+
+    def __init__(self, X, rows=None):
+        self.X = X
+        self.rows = None if rows is None else np.asarray(rows, dtype=np.intp)
+        n = X.shape[0] if rows is None else len(self.rows)
+        self.shape = (int(n), int(X.shape[1]))
+        self.out_of_core = rows is not None
+        self.bounds = list(block_bounds(n, row_block_size(X.shape[1], 8)))
+
+    def __len__(self):
+        return self.shape[0]
+
+    def blocks(self):
+        """Yield ``(j, start, stop, rows)``: block ``j``, private records ``start:stop``."""
+        for j, (a, b) in enumerate(self.bounds):
+            if self.rows is None:
+                yield j, a, b, self.X[a:b]
+            else:
+                yield j, a, b, np.asarray(self.X.gather(self.rows[a:b]), dtype=np.float64)
+
+
 class _AdaMixOracle:
     """Private sum and public gradient of one AdaMix step (full batch).
 
@@ -96,7 +141,9 @@ class _AdaMixOracle:
     ----------
     X_priv, y_priv, X_pub, y_pub : ndarray
         Private and public records (``y`` encoded as :class:`LinearLoss`
-        expects for the log loss).
+        expects for the log loss). ``X_priv`` may also be a
+        :class:`_PrivateRows` (private records read from disk block by block
+        at every step).
     n_outputs : int
         Columns ``K`` of the parameter matrix.
     fit_intercept : bool
@@ -138,18 +185,28 @@ class _AdaMixOracle:
         self.theta_ref = theta_ref
         self.subspace = subspace
         self.n_features = X_priv.shape[1]
+        self._priv = (X_priv if isinstance(X_priv, _PrivateRows)
+                      else _PrivateRows(np.ascontiguousarray(X_priv, dtype=np.float64)))
         icpt = 1.0 if fit_intercept else 0.0
-        self.xn_priv = np.sqrt(np.einsum("ij,ij->i", X_priv, X_priv) + icpt)
+        self.xn_priv = np.empty(len(X_priv))
+        for _, a, b, Xb in self._priv.blocks():
+            self.xn_priv[a:b] = np.sqrt(np.einsum("ij,ij->i", Xb, Xb) + icpt)
         self.xn_pub = np.sqrt(np.einsum("ij,ij->i", X_pub, X_pub) + icpt)
         n_pub, n_priv = len(X_pub), len(X_priv)
         n_rows = self.n_features + int(fit_intercept)
+        # Out of core, per-record caches (the public x private Gram matrix, the
+        # private coordinates of a fixed subspace) are kept only when they are
+        # as small as one chunk of rows; otherwise they are recomputed block by
+        # block at every step (the same values).
+        cache_limit = (_outofcore.CHUNK_BYTES / 8 if self._priv.out_of_core else np.inf)
         # Route: n_pub x n_pub Gram matrices when there are fewer public records
         # than dimensions of the space the subspace lives in, else explicit bases.
         self.use_gram = n_pub <= (n_rows * self.n_outputs if subspace == "gradient" else n_rows)
-        self.cross_gram = None
+        self.cross_gram = None  # per private block, when precomputed
         # Full-rank feature subspace: the residual weights ‖r_j‖ are positive,
         # so the span of the weighted public rows is the row space of X~_pub at
-        # every step. Its basis and the private coordinates are computed once.
+        # every step. Its basis (and, when they fit, the private coordinates)
+        # are computed once.
         self._fixed_V = self._fixed_Q = None
         self._fixed_full = False
         if self.projection and subspace == "feature" and subspace_dim is None and n_pub:
@@ -159,10 +216,12 @@ class _AdaMixOracle:
                 self._fixed_full = True
             else:
                 self._fixed_V = np.ascontiguousarray(Vt[:rank].T)
-                self._fixed_Q = self._xt(X_priv) @ self._fixed_V
+                if n_priv * rank <= cache_limit:
+                    self._fixed_Q = [self._xt(Xb) @ self._fixed_V
+                                     for _, _, _, Xb in self._priv.blocks()]
         if (self.projection and self.use_gram and self._fixed_V is None and not self._fixed_full
-                and n_pub * n_priv <= _MAX_CROSS_GRAM):
-            self.cross_gram = self._x_cross()
+                and n_pub * n_priv <= min(_MAX_CROSS_GRAM, cache_limit)):
+            self.cross_gram = [self._x_cross(Xb) for _, _, _, Xb in self._priv.blocks()]
         # Per-step state; ``iterates`` (set by the caller) records every θ_t.
         self.iterates = None
         self.tau_history = []
@@ -174,11 +233,16 @@ class _AdaMixOracle:
 
     # -- helpers -------------------------------------------------------------
 
-    def _x_cross(self):
-        K = self.X_pub @ self.X_priv.T
+    def _x_cross(self, X_block):
+        """``X~_pub X~_blockᵀ``: public x private inner products of the inputs."""
+        K = self.X_pub @ X_block.T
         if self.fit_intercept:
             K += 1.0
         return K
+
+    def _cross(self, j, X_block):
+        """:meth:`_x_cross` of private block ``j`` (precomputed when it fits)."""
+        return self.cross_gram[j] if self.cross_gram is not None else self._x_cross(X_block)
 
     def _decision(self, X, theta):
         Z = X @ theta[: self.n_features]
@@ -208,11 +272,13 @@ class _AdaMixOracle:
         k = rank if self.subspace_dim is None else min(int(self.subspace_dim), rank)
         return evals[:k], evecs[:, :k], k
 
-    def _gradient_subspace(self, R_pub, R):
+    def _gradient_subspace(self, R_pub):
         """Top-k right singular subspace of the flattened public gradients ``G``.
 
-        Returns ``(P, back, k)``: the ``(n_priv, k)`` coordinates ``U_tᵀ g_i``
-        and ``back(s) = U_t s`` as a parameter-shaped array.
+        Returns ``(coords, back, k)``: ``coords(j, X_block, R_block)`` gives
+        the coordinates ``U_tᵀ g_i`` of private block ``j`` (one row per
+        record), and ``back(s) = U_t s`` as a parameter-shaped array;
+        ``coords`` and ``back`` are None when ``U_t`` is everything.
         """
         X_pub = self.X_pub
         if self.use_gram:
@@ -223,8 +289,10 @@ class _AdaMixOracle:
             gram *= R_pub @ R_pub.T
             evals, evecs, k = self._eig_top(gram)
             A = evecs / np.sqrt(evals)  # A S⁻¹, (n_pub, k)
-            cross = self.cross_gram if self.cross_gram is not None else self._x_cross()
-            P = (A.T @ (cross * (R_pub @ R.T))).T  # <g_j, g_i> -> U_tᵀ g_i
+
+            def coords(j, X_block, R):
+                # <g_j, g_i> -> U_tᵀ g_i
+                return (A.T @ (self._cross(j, X_block) * (R_pub @ R.T))).T
 
             def back(s):
                 return self._outer_sum(X_pub, R_pub * (A @ s)[:, None])
@@ -234,12 +302,14 @@ class _AdaMixOracle:
             if k == G.shape[1]:  # the public gradients span everything: U Uᵀ = I
                 return None, None, k
             n_rows = self.n_features + int(self.fit_intercept)
-            XU = self._xt(self.X_priv) @ U.reshape(n_rows, -1)
-            P = np.einsum("nbj,nb->nj", XU.reshape(len(R), self.n_outputs, k), R)
+
+            def coords(j, X_block, R):
+                XU = self._xt(X_block) @ U.reshape(n_rows, -1)
+                return np.einsum("nbj,nb->nj", XU.reshape(len(R), self.n_outputs, k), R)
 
             def back(s):
                 return (U @ s).reshape(self._theta_shape)
-        return P, back, k
+        return coords, back, k
 
     def _feature_subspace(self, R_pub):
         """Top-k left singular subspace ``V_t`` of the public gradients as matrices.
@@ -247,8 +317,10 @@ class _AdaMixOracle:
         The public gradients ``x~_j r_jᵀ`` span, on the input side, the
         column space of ``M = Σ_j ‖r_j‖² x~_j x~_jᵀ``. A private gradient is
         projected as ``V_t V_tᵀ x~_i r_iᵀ`` (coordinates ``V_tᵀ x~_i r_iᵀ``,
-        ``k x K``). Returns ``(Q, back, k)`` with ``Q`` the ``(n_priv, k)``
-        coordinates ``V_tᵀ x~_i`` and ``back(S) = V_t S`` for a ``(k, K)`` S.
+        ``k x K``). Returns ``(coords, back, k)`` with ``coords(j, X_block)``
+        the coordinates ``V_tᵀ x~_i`` of private block ``j`` (one row per
+        record) and ``back(S) = V_t S`` for a ``(k, K)`` S; ``coords`` and
+        ``back`` are None when ``V_t`` is everything.
         """
         if self._fixed_full:
             return None, None, self.n_features + int(self.fit_intercept)
@@ -258,7 +330,10 @@ class _AdaMixOracle:
             def back_fixed(S):
                 return V @ S
 
-            return self._fixed_Q, back_fixed, V.shape[1]
+            def coords_fixed(j, X_block):
+                return self._fixed_Q[j] if self._fixed_Q is not None else self._xt(X_block) @ V
+
+            return coords_fixed, back_fixed, V.shape[1]
         X_pub = self.X_pub
         w = np.linalg.norm(R_pub, axis=1)
         if self.use_gram:
@@ -269,8 +344,9 @@ class _AdaMixOracle:
             gram *= np.outer(w, w)
             evals, evecs, k = self._eig_top(gram)
             A = (evecs / np.sqrt(evals)) * w[:, None]  # W A S⁻¹, (n_pub, k)
-            cross = self.cross_gram if self.cross_gram is not None else self._x_cross()
-            Q = (A.T @ cross).T
+
+            def coords(j, X_block):
+                return (A.T @ self._cross(j, X_block)).T
 
             def back(S):
                 return self._outer_sum(X_pub, A @ S)
@@ -279,11 +355,13 @@ class _AdaMixOracle:
             _, V, k = self._eig_top(Xt.T @ Xt)
             if k == Xt.shape[1]:  # V Vᵀ = I
                 return None, None, k
-            Q = self._xt(self.X_priv) @ V
+
+            def coords(j, X_block):
+                return self._xt(X_block) @ V
 
             def back(S):
                 return V @ S
-        return Q, back, k
+        return coords, back, k
 
     def _xt(self, X):
         if not self.fit_intercept:
@@ -293,42 +371,55 @@ class _AdaMixOracle:
     # -- engine callbacks ----------------------------------------------------
 
     def _step(self, theta):
-        """Public statistics and private coordinates of the step at ``theta``.
+        """Public statistics, and the private coordinates block by block, at ``theta``.
 
-        Returns ``(tau, n_dims, back, norms, coord_sum)``. ``tau`` (τ_t),
-        ``n_dims`` (dimension of the noise) and ``back`` (flat coordinates ->
+        Returns ``(tau, n_dims, back, block)``. ``tau`` (τ_t), ``n_dims``
+        (dimension of the noise) and ``back`` (flat coordinates ->
         parameter-shaped array; None: the identity, i.e. a reshape) depend on
-        the public records and ``theta`` only. ``norms[i]`` is the norm of
-        private record i's coordinates ``U_tᵀ g_i`` and ``coord_sum(scale)``
-        is ``Σ_i scale_i U_tᵀ g_i`` as a flat array of ``n_dims`` entries.
+        the public records and ``theta`` only. ``block(j, a, b, X_block)``
+        for private block ``j`` (records ``a:b``) returns
+        ``(norms, coord_sum)``: ``norms[i]`` is the norm of the block's
+        record i's coordinates ``U_tᵀ g_i`` and ``coord_sum(scale)`` is
+        ``Σ_i scale_i U_tᵀ g_i`` over the block, a flat array of ``n_dims``
+        entries.
         """
         R_pub = _residual(self._decision(self.X_pub, theta), self.y_pub)
         pub_norms = self.xn_pub * np.linalg.norm(R_pub, axis=1)
         tau = self._tau_of(pub_norms) if len(pub_norms) or not self.adaptive_clipping else 0.0
-        R = _residual(self._decision(self.X_priv, theta), self.y_priv)
+
+        def residual(a, b, X_block):
+            return _residual(self._decision(X_block, theta), self.y_priv[a:b])
+
         if self.projection and self.subspace == "gradient":
-            P, back, k = self._gradient_subspace(R_pub, R)
+            coords, back, k = self._gradient_subspace(R_pub)
             if back is not None:
-                return tau, k, back, np.linalg.norm(P, axis=1), lambda scale: P.T @ scale
+                def block(j, a, b, X_block):
+                    P = coords(j, X_block, residual(a, b, X_block))
+                    return np.linalg.norm(P, axis=1), lambda scale: P.T @ scale
+
+                return tau, k, back, block
         elif self.projection:
-            Q, back_matrix, k = self._feature_subspace(R_pub)
+            coords, back_matrix, k = self._feature_subspace(R_pub)
             if back_matrix is not None:
                 K = self.n_outputs
 
                 def back(z):
                     return back_matrix(z.reshape(k, K))
 
-                def coord_sum(scale):
-                    return (Q.T @ (R * scale[:, None])).ravel()
+                def block(j, a, b, X_block):
+                    Q, R = coords(j, X_block), residual(a, b, X_block)
+                    norms = np.linalg.norm(Q, axis=1) * np.linalg.norm(R, axis=1)
+                    return norms, lambda scale: (Q.T @ (R * scale[:, None])).ravel()
 
-                norms = np.linalg.norm(Q, axis=1) * np.linalg.norm(R, axis=1)
-                return tau, k * K, back, norms, coord_sum
+                return tau, k * K, back, block
         # No projection, or a full-rank subspace (the identity).
 
-        def coord_sum(scale):
-            return self._outer_sum(self.X_priv, R * scale[:, None]).ravel()
+        def block(j, a, b, X_block):
+            R = residual(a, b, X_block)
+            norms = self.xn_priv[a:b] * np.linalg.norm(R, axis=1)
+            return norms, lambda scale: self._outer_sum(X_block, R * scale[:, None]).ravel()
 
-        return tau, theta.size, None, self.xn_priv * np.linalg.norm(R, axis=1), coord_sum
+        return tau, theta.size, None, block
 
     @staticmethod
     def _clip_scale(norms, tau):
@@ -346,8 +437,15 @@ class _AdaMixOracle:
         ``back`` maps coordinates to the parameter shape (None: a reshape).
         Removing one private record moves ``coords`` by at most ``τ_t``.
         """
-        tau, n_dims, back, norms, coord_sum = self._step(theta)
-        return coord_sum(self._clip_scale(norms, tau)), tau, n_dims, back
+        tau, n_dims, back, block = self._step(theta)
+        total = None
+        # One pass over the private records, block by block; the blocks' sums
+        # are added in order.
+        for j, a, b, X_block in self._priv.blocks():
+            norms, coord_sum = block(j, a, b, X_block)
+            part = coord_sum(self._clip_scale(norms, tau))
+            total = part if total is None else total + part
+        return total, tau, n_dims, back
 
     def sensitivities(self, theta):
         """``(τ_t, n_dims, s)`` with ``s_i = min(‖U_tᵀ g_i‖, τ_t)² / τ_t²`` (0 when τ_t = 0).
@@ -355,7 +453,8 @@ class _AdaMixOracle:
         Computed from the private records in the clear: the per-instance
         report's input, never stored on a fitted estimator.
         """
-        tau, n_dims, _, norms, _ = self._step(theta)
+        tau, n_dims, _, block = self._step(theta)
+        norms = np.concatenate([block(*args)[0] for args in self._priv.blocks()])
         scale = self._clip_scale(norms, tau)
         sens = (norms * scale / tau) ** 2 if tau > 0 else np.zeros_like(norms)
         return tau, n_dims, sens
@@ -389,6 +488,13 @@ class _AdaMixOracle:
         if self.l2_regularization:
             grad += self.l2_regularization * (theta - self.theta_ref)
         return grad
+
+
+def _rows(X, mask):
+    """``X[mask]`` as a float64 ndarray, for an ndarray or an out-of-core source."""
+    if is_row_source(X):
+        return np.asarray(X.gather(np.flatnonzero(mask)), dtype=np.float64)
+    return X[mask]
 
 
 class _InverseTimeConfig(EngineConfig):
@@ -864,7 +970,7 @@ class AdaMixClassifier(BaseDPLinearClassifier):
         n_outputs = 1 if len(classes) == 2 else len(classes)
         loss = LinearLoss("log_loss", n_outputs)
         y_enc = loss.encode(encoder.transform(y))
-        X_pub, y_pub = X[mask], y_enc[mask]
+        X_pub, y_pub = _rows(X, mask), y_enc[mask]
         sigma = float(self.noise_multiplier)
         steps, spent = self._calibrate_steps(sigma)
 
@@ -958,6 +1064,10 @@ class AdaMixClassifier(BaseDPLinearClassifier):
         return self
 
     def _validate_training_data(self, X, y, reset):
+        if should_stream(X):
+            # A large numpy.memmap / dask array: checked in chunks; every step
+            # reads the private records block by block (sklearn_fdp._outofcore).
+            return validate_row_source(self, X, y, reset=reset)
         X, y = validate_numeric_data(self, X, y, dtype=[np.float64, np.float32], order="C",
                                      y_numeric=False, reset=reset)
         check_row_norms_finite(X, type(self).__name__)
@@ -967,8 +1077,9 @@ class AdaMixClassifier(BaseDPLinearClassifier):
         """The private phase's oracle on the records of ``X`` (``mask``: public)."""
         theory = self.variant == "theory"
         subspace_dim = None if self.subspace_dim == "auto" else int(self.subspace_dim)
+        X_priv = (_PrivateRows(X, np.flatnonzero(~mask)) if is_row_source(X) else X[~mask])
         return _AdaMixOracle(
-            X[~mask], y_enc[~mask], X[mask], y_enc[mask], n_outputs, self.fit_intercept,
+            X_priv, y_enc[~mask], _rows(X, mask), y_enc[mask], n_outputs, self.fit_intercept,
             float(self.noise_multiplier), subspace_dim, self.clip_percentile, projection,
             adaptive, self.max_grad_norm, len(X), 0.0 if theory else self.l2_regularization,
             theta_ref, subspace=self.subspace,

@@ -9,7 +9,14 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import accounting
 from .._engine import LinearGradientOracle
-from .._preprocessing import _row_norms, scale_rows
+from .._outofcore import (
+    MappedRowSource,
+    as_row_source,
+    is_row_source,
+    iter_row_blocks,
+    should_stream,
+)
+from .._preprocessing import _row_norms, apply_row_factors, row_scale_factors, scale_rows
 from .._validation import Interval, StrOptions, _fit_context, atomic_fit
 from .._random import secure_if
 from ._base import BaseDPLinearClassifier
@@ -108,6 +115,40 @@ def _plan_mean_rounds(sigma_mean, n_samples, n_features):
     return best[1], best[2]
 
 
+# -- row blocks: every pass over X reads it in the blocks of iter_row_blocks, --
+# the same in memory and out of core, so the sums are the same bit for bit.
+
+def _block_sum(X, fn):
+    """``Σ_blocks fn(block)`` over row blocks of ``X`` (blocks as float64), in order."""
+    total = None
+    for _, block in iter_row_blocks(X):
+        part = fn(np.asarray(block, dtype=np.float64))
+        total = part if total is None else total + part
+    return total
+
+
+def _block_rows(X, fn):
+    """``fn(block)`` (one value per row) over row blocks of ``X``, as one float64 vector."""
+    out = np.empty(X.shape[0], dtype=np.float64)
+    for start, block in iter_row_blocks(X):
+        out[start:start + len(block)] = fn(np.asarray(block, dtype=np.float64))
+    return out
+
+
+def _map_rows(X, fn, n_features, dtype):
+    """Rows ``fn(rows, idx)`` of ``X``: computed now (ndarray) or per batch (out of core).
+
+    ``fn`` works row by row, so both give the same rows bit for bit.
+    """
+    if is_row_source(X):
+        return MappedRowSource(X, fn, n_features, dtype)
+    out = np.empty((X.shape[0], n_features), dtype=dtype)
+    for start, block in iter_row_blocks(X):
+        stop = start + len(block)
+        out[start:stop] = fn(block, slice(start, stop))
+    return out
+
+
 def _clipped_sum_around(X, centre, radius):
     """``Σ_i clip(x_i - centre, radius)``: what a later round of the mean releases.
 
@@ -151,15 +192,17 @@ def _coarse_to_fine_mean(X, feature_norm, rounds, sigma_k, rng):
         Per-coordinate noise std of the last round, ``σ_k r_{K-1} / n``.
     """
     n_samples, n_features = X.shape
-    X = np.asarray(X, dtype=np.float64)
+    # X (an ndarray or an out-of-core source) is read in row blocks, one pass
+    # per statistic.
     radius = float(feature_norm)
-    mean = X.sum(axis=0) / n_samples + rng.normal(0.0, sigma_k * radius / n_samples, n_features)
+    mean = (_block_sum(X, lambda b: b.sum(axis=0)) / n_samples
+            + rng.normal(0.0, sigma_k * radius / n_samples, n_features))
     radii = [radius]
     for _ in range(1, rounds):
-        dist = np.linalg.norm(X - mean, axis=1)
+        dist = _block_rows(X, lambda b: np.linalg.norm(b - mean, axis=1))
         top = float(feature_norm) + float(np.linalg.norm(mean))
         radius = _private_upper_quantile(dist, top, sigma_k, rng)
-        clipped_sum = _clipped_sum_around(X, mean, radius)
+        clipped_sum = _block_sum(X, lambda b: _clipped_sum_around(b, mean, radius))
         mean = mean + clipped_sum / n_samples + rng.normal(
             0.0, sigma_k * radius / n_samples, n_features)
         radii.append(radius)
@@ -469,9 +512,22 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
     def _row_scaling(self):
         return "clip" if self.variant == "analysed" else "normalize"
 
+    def _streams_out_of_core(self):
+        # The row scaling, centring and augmentation are row-wise: an
+        # out-of-core X is scaled, centred and augmented batch by batch.
+        return True
+
     def _validate_training_data(self, X, y):
         X, classes, y_index = super()._validate_training_data(X, y)
-        X = scale_rows(X, float(self.feature_norm), self._row_scaling(), type(self).__name__)
+        if is_row_source(X):
+            # Scaled per batch by per-row factors computed in one pass.
+            factors = row_scale_factors(X, float(self.feature_norm), self._row_scaling())
+            dtype = X.dtype
+            X = MappedRowSource(X, lambda rows, idx: apply_row_factors(rows, factors[idx], dtype),
+                                X.shape[1], dtype)
+        else:
+            X = scale_rows(X, float(self.feature_norm), self._row_scaling(),
+                           type(self).__name__)
         return X, classes, y_index
 
     def _mean_noise_multiplier(self):
@@ -516,10 +572,13 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
             return super()._make_oracles(X_aug, y_enc, loss, public_rng)
         n_samples, n_features = X.shape
         noise_std = self._mean_noise_multiplier() * float(self.feature_norm) / n_samples
-        true_mean = X.sum(axis=0, dtype=np.float64) / n_samples
+        # float64 sums of the rows, block by block (X may be out of core).
+        true_mean = _block_sum(X, lambda b: b.sum(axis=0)) / n_samples
         self._private_mean = (true_mean + mean_rng.normal(0.0, noise_std, size=n_features),
                               noise_std)
-        X_centred = np.ascontiguousarray(X - self._private_mean[0].astype(X.dtype))
+        shift = self._private_mean[0].astype(X.dtype)
+        X_centred = _map_rows(X, lambda rows, idx: np.ascontiguousarray(rows - shift),
+                              n_features, X.dtype)
         return super()._make_oracles(X_centred, y_enc, loss, public_rng)
 
     def _analysed_preprocess(self, X, rng):
@@ -527,14 +586,37 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
         rounds, sigma_k = self._mean_plan
         mean, radii, noise_std = _coarse_to_fine_mean(
             X, float(self.feature_norm), rounds, sigma_k, rng)
-        centred = np.asarray(X, dtype=np.float64) - mean
-        dist = np.linalg.norm(centred, axis=1)
+        dist = _block_rows(X, lambda b: np.linalg.norm(b - mean, axis=1))
         top = float(self.feature_norm) + float(np.linalg.norm(mean))
         tau = _private_upper_quantile(dist, top, self._quantile_noise_multiplier(), rng)
         self._private_mean = (mean, noise_std)
         self._analysed_state = (radii, tau)
-        Z = self._augment(centred, tau, centred=True)
-        return np.ascontiguousarray(Z, dtype=X.dtype)
+        # The augmented rows (x - mean_, τ) / max(‖(x - mean_, τ)‖, sqrt(2) τ):
+        # their per-row factors in one pass, then the rows themselves are
+        # made row by row (all at once in memory, per batch out of core).
+        factors = _block_rows(X, lambda b: self._augment_factors(self._centre_aug(b, mean, tau),
+                                                                 tau))
+        dtype = X.dtype
+
+        def augment(rows, idx):
+            Z = self._centre_aug(np.asarray(rows, dtype=np.float64), mean, tau)
+            return np.ascontiguousarray(Z * factors[idx][:, None], dtype=dtype)
+
+        return _map_rows(X, augment, X.shape[1] + int(self.fit_intercept), dtype)
+
+    def _centre_aug(self, X, mean, tau):
+        """``(x - mean, τ)`` (``x - mean`` without the τ column), float64."""
+        X = X - mean
+        if self.fit_intercept:
+            X = np.hstack([X, np.full((X.shape[0], 1), tau)])
+        return X
+
+    def _augment_factors(self, Z, tau):
+        """Per-row factor ``1 / max(‖z‖, s)`` of the augmented rows ``Z`` (s: the norm bound)."""
+        scale = self._augmented_scale(tau)
+        norms = np.linalg.norm(Z, axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(norms > scale, 1.0 / norms, 1.0 / scale)
 
     def _augmented_scale(self, tau):
         """Norm bound of the augmented rows: ``sqrt(2) τ`` (``τ`` without the τ column)."""
@@ -572,14 +654,8 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
             X = scale_rows(X, self.feature_norm_, "clip", type(self).__name__)
             X = np.asarray(X, dtype=np.float64) - self.mean_
             tau = self.quantile_ if tau is None else tau
-        n_samples = X.shape[0]
-        if self.fit_intercept:
-            X = np.hstack([X, np.full((n_samples, 1), tau)])
-        scale = self._augmented_scale(tau)
-        norms = np.linalg.norm(X, axis=1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            factor = np.where(norms > scale, 1.0 / norms, 1.0 / scale)
-        return X * factor[:, None]
+        X = self._centre_aug(X, 0.0, tau)
+        return X * self._augment_factors(X, tau)[:, None]
 
     # -- fit / predict -------------------------------------------------------
 
@@ -653,10 +729,31 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
         scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], order="C")
-        X = scale_rows(X, self.feature_norm_, self._row_scaling(), type(self).__name__)
-        scores = X @ self.coef_.T + self.intercept_
+        if should_stream(X):
+            scores = self._out_of_core_scores(X)
+        else:
+            X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], order="C")
+            X = scale_rows(X, self.feature_norm_, self._row_scaling(), type(self).__name__)
+            scores = X @ self.coef_.T + self.intercept_
         return scores.ravel() if scores.shape[1] == 1 else scores
+
+    def _out_of_core_scores(self, X):
+        """Scores of a large memmap or dask array, scaled and scored in row blocks."""
+        from .._validation import _assert_all_finite, _check_feature_names, _check_n_features
+
+        name = type(self).__name__
+        _check_feature_names(self, X, reset=False)
+        source = as_row_source(X, name)
+        _check_n_features(self, X, reset=False)
+        scores = None
+        for start, block in source.iter_chunks():
+            _assert_all_finite(block, allow_nan=False, input_name="X", estimator_name=name)
+            Xs = scale_rows(block, self.feature_norm_, self._row_scaling(), name)
+            part = Xs @ self.coef_.T + self.intercept_
+            if scores is None:
+                scores = np.empty((source.shape[0], part.shape[1]), dtype=part.dtype)
+            scores[start:start + len(block)] = part
+        return scores
 
     def __sklearn_is_fitted__(self):
         # ``mean_`` is set last in ``fit``; validation alone (n_features_in_)

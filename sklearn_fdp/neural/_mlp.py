@@ -37,6 +37,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .. import accounting
 from .._engine import PoissonSampler, UniformSampler
 from .._engine._feature_dp import PUBLIC_LOSSES
+from .._outofcore import is_row_source, should_stream, validate_row_source
 from .._progress import progress_reporter
 from .._random import NOISE_OPTIONS, secure_if, spawn_generators
 from .._validation import (
@@ -84,6 +85,11 @@ MAX_PUBLIC_ABS = 10.0
 def _max_abs_columns(X, cols):
     """``max |X[:, cols]|`` without copying the selection whole (row blocks)."""
     top = 0.0
+    if is_row_source(X):  # out of core: one pass over row chunks
+        for _, block in X.iter_chunks():
+            if block.size and len(cols):
+                top = max(top, float(np.max(np.abs(block[:, cols]))))
+        return top
     step = max(1, (8 << 20) // max(1, len(cols) * X.itemsize))
     for start in range(0, X.shape[0], step):
         block = np.asarray(X[start:start + step])[:, cols]
@@ -255,8 +261,14 @@ class _Trainer:
         self.torch = torch
         self.module = module
         self.device = device
-        # A copy (never a view of the caller's array, which may be read-only).
-        self.X = torch.tensor(X, dtype=dtype, device=device)
+        self.dtype = dtype
+        if is_row_source(X):
+            # Out of core: the rows of each batch are read from X when needed.
+            self.X, self.source = None, X
+            self._last = None
+        else:
+            # A copy (never a view of the caller's array, which may be read-only).
+            self.X, self.source = torch.tensor(X, dtype=dtype, device=device), None
         self.Y = torch.as_tensor(Y, dtype=dtype, device=device)  # one-hot targets
         self.n_classes = Y.shape[1]
         self.private_idx = torch.as_tensor(np.flatnonzero(~public_mask), device=device)
@@ -301,6 +313,22 @@ class _Trainer:
         self.per_example_diff = vmap(grad(loss_diff), in_dims=(None, 0, 0, 0, t_pub_dim))
         self.batch_grad = grad(batch_loss)
 
+    def rows(self, idx):
+        """The rows ``idx`` of X as a tensor of the compute dtype on the device.
+
+        Out of core, gathered from the source (``idx`` sorted): the same
+        values as the rows of the in-memory copy. The last batch is
+        kept, so the public view of the same ``idx`` does not read it again.
+        """
+        if self.source is None:
+            return self.X[idx]
+        if self._last is not None and self._last[0] is idx:
+            return self._last[1]
+        rows = np.asarray(idx.cpu() if hasattr(idx, "cpu") else idx)
+        x = self.torch.tensor(self.source.gather(rows), dtype=self.dtype, device=self.device)
+        self._last = (idx, x)
+        return x
+
     # -- public views and targets ---------------------------------------------
 
     def public_view(self, idx, gen):
@@ -310,7 +338,7 @@ class _Trainer:
         device, or a callable ``gen(idx, n_cols)`` returning the
         ``(len(idx), n_cols)`` N(0, 1) padding (as :class:`_SecurePad`).
         """
-        Xp = self.X[idx].clone()
+        Xp = self.rows(idx).clone()
         if len(self.private_idx):
             if self.pad:
                 shape = (len(idx), len(self.private_idx))
@@ -330,7 +358,7 @@ class _Trainer:
 
     def per_example_grads(self, idx, pad_gen, diff):
         """Per-example gradients (dict of ``[len(idx), ...]`` tensors), no clipping."""
-        x, t = self.X[idx], self.Y[idx]
+        x, t = self.rows(idx), self.Y[idx]
         if not diff:
             return self.per_example_full(self.params, x, t)
         x_pub = self.public_view(idx, pad_gen)
@@ -351,7 +379,7 @@ class _Trainer:
         and of its products with the summed tensors, so each scaled
         per-example gradient has norm ≤ C (issue 16 item 11).
         """
-        dtype = self.X.dtype
+        dtype = self.dtype
         u = float(self.torch.finfo(dtype).eps) / 2
         norm = sq.clamp_min(0.0).sqrt()
         factor = (self.C * (1.0 - 4.0 * u) / norm.clamp_min(1e-300)).clamp(max=1.0)
@@ -387,7 +415,7 @@ class _Trainer:
         """
         torch = self.torch
         m = len(idx)
-        x, t = self.X[idx], self.Y[idx]
+        x, t = self.rows(idx), self.Y[idx]
         if diff:
             x_pub = self.public_view(idx, pad_gen)
             t_pub = self.Y[idx] if self.label_public else self.prior.expand(m, -1)
@@ -471,7 +499,8 @@ class _Trainer:
     def batch_loss(self, idx):
         """Mean training loss on rows ``idx`` (diagnostic for ``verbose``; not private)."""
         with self.torch.no_grad():
-            return float(self.soft_ce(self.logits(self.params, self.X[idx]), self.Y[idx]).mean())
+            return float(self.soft_ce(self.logits(self.params, self.rows(idx)),
+                                      self.Y[idx]).mean())
 
     # -- updates ---------------------------------------------------------------
 
@@ -809,10 +838,15 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
             )
 
     def _validate_training_data(self, X, y):
-        X, y = validate_numeric_data(self, X, y, dtype=[np.float32, np.float64],
-                                     y_numeric=False)
-        # The network computes in float32: reject rows whose squared norm overflows it.
-        check_row_norms_finite(X, type(self).__name__, compute_dtype=np.float32)
+        if should_stream(X):
+            # A large numpy.memmap / dask array: checked in chunks, each batch's
+            # rows read from it (sklearn_fdp._outofcore), never copied whole.
+            X, y = validate_row_source(self, X, y, compute_dtype=np.float32)
+        else:
+            X, y = validate_numeric_data(self, X, y, dtype=[np.float32, np.float64],
+                                         y_numeric=False)
+            # The network computes in float32: reject rows whose squared norm overflows it.
+            check_row_norms_finite(X, type(self).__name__, compute_dtype=np.float32)
         check_classification_targets(y)
         encoder = LabelEncoder().fit(y)
         if len(encoder.classes_) < 2:
