@@ -14,9 +14,11 @@ import scipy.sparse as sp
 
 from sklearn.base import _fit_context
 from sklearn.linear_model._base import LinearClassifierMixin
+from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import Interval as _SklearnInterval
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.metadata_routing import _routing_enabled, process_routing
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
     _assert_all_finite,
     _check_feature_names,
@@ -45,6 +47,7 @@ __all__ = [
     "check_delta_vs_n",
     "check_numeric_columns",
     "check_row_norms_finite",
+    "encode_labels",
     "process_routing",
     "validate_numeric_data",
 ]
@@ -271,3 +274,58 @@ def check_row_norms_finite(X, estimator_name, compute_dtype=None):
             "mixes protected columns into public ones); rows of norm <= 1 suit the default "
             "max_grad_norm."
         )
+
+
+def encode_labels(estimator, y, classes=None):
+    """``(classes_, y_index)``: the class list and ``y`` as indices into it.
+
+    ``classes=None``: the sorted distinct labels of ``y`` (read from the
+    data, not private: a label seen once shows in the list). Otherwise the
+    public list ``classes`` (sorted, as ``classes_`` always is), whatever
+    ``y`` holds; a label of ``y`` outside it raises.
+
+    Parameters
+    ----------
+    estimator : estimator
+        Named in error messages.
+    y : ndarray of shape (n_samples,)
+        Validated classification targets.
+    classes : array-like of shape (n_classes,) or None, default=None
+        The ``classes`` parameter.
+
+    Returns
+    -------
+    classes_ : ndarray of shape (n_classes,)
+    y_index : ndarray of int of shape (n_samples,)
+    """
+    check_classification_targets(y)
+    name = type(estimator).__name__
+    if classes is None:
+        encoder = LabelEncoder().fit(y)
+        if len(encoder.classes_) < 2:
+            raise ValueError(
+                f"{name} needs at least 2 classes in y; got "
+                f"{len(encoder.classes_)} class ({encoder.classes_!r}). Check the labels."
+            )
+        return encoder.classes_, encoder.transform(y)
+    given = np.asarray(classes)
+    distinct = np.unique(given) if given.ndim == 1 else given
+    if given.ndim != 1 or len(distinct) < 2 or len(distinct) != len(given):
+        raise ValueError(
+            f"`classes` of {name} must be a 1-D list of at least 2 distinct labels, got "
+            f"{classes!r}. Give every label the task can have (a public list, not one "
+            "read from the training labels)."
+        )
+    y = np.asarray(y)
+    try:
+        known = np.isin(y, distinct)
+    except TypeError:  # e.g. str labels against int classes
+        known = np.zeros(len(y), dtype=bool)
+    if not known.all():
+        outside = np.unique(y[~known])
+        raise ValueError(
+            f"y of {name} has labels {outside.tolist()!r} that are not in `classes` "
+            f"{distinct.tolist()!r}. Add them to `classes` (the public list of labels) "
+            "or drop those rows."
+        )
+    return distinct, np.searchsorted(distinct, y)

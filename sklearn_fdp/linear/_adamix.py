@@ -26,8 +26,6 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import expit, softmax
-from sklearn.preprocessing import LabelEncoder
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from .. import accounting
@@ -49,6 +47,7 @@ from .._validation import (
     atomic_fit,
     check_delta_vs_n,
     check_row_norms_finite,
+    encode_labels,
     validate_numeric_data,
 )
 from ..exceptions import BudgetExceededError
@@ -625,6 +624,13 @@ class AdaMixClassifier(BaseDPLinearClassifier):
         of the noisy steps, covered by ``epsilon_`` like ``coef_``.
     verbose : int, default=0
         Print the number of steps and the ε spent.
+    classes : array-like of shape (n_classes,) or None, default=None
+        Every label the task can have, a public list chosen without looking
+        at ``y``; ``classes_`` is then this list (sorted) whatever ``y``
+        holds, and a label of ``y`` outside it raises ``ValueError``. None:
+        ``classes_`` is read from ``y`` and is not private (a label seen
+        once, or missing, shows in it); give ``classes`` whenever the label
+        is protected and some class may be rare.
 
     Attributes
     ----------
@@ -689,8 +695,8 @@ class AdaMixClassifier(BaseDPLinearClassifier):
     Lemma 8); ``epsilon_`` is dp-accounting's PLD value for ``T``
     self-composed Gaussian mechanisms (it agrees with the exact GDP
     conversion to about 1e-9). Treated as public: the numbers of public and
-    private records, the class labels (``classes_``) and the
-    hyperparameters. ``public_mask=None`` means no record is public: the fit
+    private records, the class labels (``classes_``: read from ``y`` unless
+    ``classes`` is given) and the hyperparameters. ``public_mask=None`` means no record is public: the fit
     then falls back to NoisyGD (``projection_`` and ``adaptive_clipping_``
     False, ``w_ref = 0``, clip at ``max_grad_norm``). Every fitted attribute
     is a function of the public records and the noisy steps: nothing computed
@@ -739,6 +745,7 @@ class AdaMixClassifier(BaseDPLinearClassifier):
         "noise": [StrOptions(set(NOISE_OPTIONS))],
         "store_iterates": ["boolean"],
         "verbose": ["verbose"],
+        "classes": ["array-like", None],
     }
 
     _accept_sparse = False
@@ -765,6 +772,7 @@ class AdaMixClassifier(BaseDPLinearClassifier):
         noise="default",
         store_iterates=False,
         verbose=0,
+        classes=None,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -785,6 +793,7 @@ class AdaMixClassifier(BaseDPLinearClassifier):
         self.noise = noise
         self.store_iterates = store_iterates
         self.verbose = verbose
+        self.classes = classes
 
     # -- helpers -------------------------------------------------------------
 
@@ -947,14 +956,7 @@ class AdaMixClassifier(BaseDPLinearClassifier):
         """
         name = type(self).__name__
         X, y = self._validate_training_data(X, y, reset=True)
-        check_classification_targets(y)
-        encoder = LabelEncoder().fit(y)
-        classes = encoder.classes_
-        if len(classes) < 2:
-            raise ValueError(
-                f"{name} needs at least 2 classes in y; got {len(classes)} class "
-                f"({classes!r}). Check the labels."
-            )
+        classes, y_index = encode_labels(self, y, self.classes)
         n_samples, n_features = X.shape
         mask = self._check_public_mask(public_mask, n_samples)
         theory = self.variant == "theory"
@@ -969,7 +971,7 @@ class AdaMixClassifier(BaseDPLinearClassifier):
 
         n_outputs = 1 if len(classes) == 2 else len(classes)
         loss = LinearLoss("log_loss", n_outputs)
-        y_enc = loss.encode(encoder.transform(y))
+        y_enc = loss.encode(y_index)
         X_pub, y_pub = _rows(X, mask), y_enc[mask]
         sigma = float(self.noise_multiplier)
         steps, spent = self._calibrate_steps(sigma)
@@ -1171,10 +1173,9 @@ class AdaMixClassifier(BaseDPLinearClassifier):
                 f"{int(mask.sum())} public and {int((~mask).sum())} private records, the "
                 f"fit had {self.n_public_} and {self.n_private_}."
             )
-        encoder = LabelEncoder()
-        encoder.classes_ = self.classes_
+        _, y_index = encode_labels(self, y, self.classes_)
         n_outputs = self.coef_.shape[0]
-        y_enc = LinearLoss("log_loss", n_outputs).encode(encoder.transform(y))
+        y_enc = LinearLoss("log_loss", n_outputs).encode(y_index)
         theta_ref = np.vstack([self.pretrained_coef_.T, self.pretrained_intercept_[None, :]])
         if not self.fit_intercept:
             theta_ref = theta_ref[:-1]

@@ -11,9 +11,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from .. import accounting
@@ -30,6 +28,7 @@ from .._validation import (
     StrOptions,
     check_delta_vs_n,
     check_row_norms_finite,
+    encode_labels,
     validate_numeric_data,
 )
 
@@ -62,60 +61,6 @@ def _auto_learning_rate(noise_std, batch_size, n_rows, n_outputs=1):
         return float(cap)
     rate = math.sqrt(n_outputs) * 0.005 * batch_size**1.5 / (noise_std * math.sqrt(n_rows))
     return float(min(cap, rate))
-
-
-def encode_labels(estimator, y, classes=None):
-    """``(classes_, y_index)``: the class list and ``y`` as indices into it.
-
-    ``classes=None``: the sorted distinct labels of ``y`` (read from the
-    data, not private: a label seen once shows in the list). Otherwise the
-    public list ``classes`` (sorted, as ``classes_`` always is), whatever
-    ``y`` holds; a label of ``y`` outside it raises.
-
-    Parameters
-    ----------
-    estimator : estimator
-        Named in error messages.
-    y : ndarray of shape (n_samples,)
-        Validated classification targets.
-    classes : array-like of shape (n_classes,) or None, default=None
-        The ``classes`` parameter.
-
-    Returns
-    -------
-    classes_ : ndarray of shape (n_classes,)
-    y_index : ndarray of int of shape (n_samples,)
-    """
-    name = type(estimator).__name__
-    if classes is None:
-        encoder = LabelEncoder().fit(y)
-        if len(encoder.classes_) < 2:
-            raise ValueError(
-                f"{name} needs at least 2 classes in y; got "
-                f"{len(encoder.classes_)} class ({encoder.classes_!r}). Check the labels."
-            )
-        return encoder.classes_, encoder.transform(y)
-    given = np.asarray(classes)
-    distinct = np.unique(given) if given.ndim == 1 else given
-    if given.ndim != 1 or len(distinct) < 2 or len(distinct) != len(given):
-        raise ValueError(
-            f"`classes` of {name} must be a 1-D list of at least 2 distinct labels, got "
-            f"{classes!r}. Give every label the task can have (a public list, not one "
-            "read from the training labels)."
-        )
-    y = np.asarray(y)
-    try:
-        known = np.isin(y, distinct)
-    except TypeError:  # e.g. str labels against int classes
-        known = np.zeros(len(y), dtype=bool)
-    if not known.all():
-        outside = np.unique(y[~known])
-        raise ValueError(
-            f"y of {name} has labels {outside.tolist()!r} that are not in `classes` "
-            f"{distinct.tolist()!r}. Add them to `classes` (the public list of labels) "
-            "or drop those rows."
-        )
-    return distinct, np.searchsorted(distinct, y)
 
 
 class BaseDPLinearClassifier(DPSGDBudgetMixin, LinearClassifierMixin, ClassifierMixin,
@@ -209,8 +154,7 @@ class BaseDPLinearClassifier(DPSGDBudgetMixin, LinearClassifierMixin, Classifier
                 y_numeric=False,
             )
             check_row_norms_finite(X, type(self).__name__)
-        check_classification_targets(y)
-        classes, y_index = encode_labels(self, y, getattr(self, "classes", None))
+        classes, y_index = encode_labels(self, y, self.classes)
         return X, classes, y_index
 
     def _clip_norm(self):

@@ -331,6 +331,13 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
     verbose : int, default=0
         Print the ε of the gradient steps after every epoch (without the
         mean's share).
+    classes : array-like of shape (n_classes,) or None, default=None
+        Every label the task can have, a public list chosen without looking
+        at ``y``; ``classes_`` is then this list (sorted) whatever ``y``
+        holds, and a label of ``y`` outside it raises ``ValueError``. None:
+        ``classes_`` is read from ``y`` and is not private (a label seen
+        once, or missing, shows in it); give ``classes`` whenever the label
+        is protected and some class may be rare.
 
     Attributes
     ----------
@@ -395,7 +402,8 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
     released mean is post-processing of it, but it couples every row to the
     others; the DP-SGD analysis still applies because the steps see the
     mean as a fixed, already-accounted quantity. Treated as public: ``n``
-    and ``classes_``. Dense inputs only (centring destroys sparsity).
+    and ``classes_`` (read from ``y`` unless ``classes`` is given). Dense
+    inputs only (centring destroys sparsity).
 
     Analysed variant: rows are clipped to ``feature_norm`` (data-independent).
     Each release of the mean is the sum of rows clipped to a radius ``r``
@@ -465,6 +473,7 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
         random_state=None,
         noise="default",
         verbose=0,
+        classes=None,
     ):
         self.loss = loss
         self.epsilon = epsilon
@@ -488,6 +497,7 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
         self.random_state = random_state
         self.noise = noise
         self.verbose = verbose
+        self.classes = classes
 
     # -- hooks of BaseDPLinearClassifier -------------------------------------
 

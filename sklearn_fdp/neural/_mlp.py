@@ -30,8 +30,6 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.preprocessing import LabelEncoder
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import accounting
@@ -49,6 +47,7 @@ from .._validation import (
     atomic_fit,
     check_delta_vs_n,
     check_row_norms_finite,
+    encode_labels,
     validate_numeric_data,
 )
 from ..features import check_label_in_spec, resolve_feature_spec, spec_feature_names
@@ -628,6 +627,13 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
     verbose : int, default=0
         Print, after every epoch, the mean training loss of that epoch's
         private batches and the ε spent so far.
+    classes : array-like of shape (n_classes,) or None, default=None
+        Every label the task can have, a public list chosen without looking
+        at ``y``; ``classes_`` is then this list (sorted) whatever ``y``
+        holds, and a label of ``y`` outside it raises ``ValueError``. None:
+        ``classes_`` is read from ``y`` and is not private (a label seen
+        once, or missing, shows in it); give ``classes`` whenever the label
+        is protected and some class may be rare.
 
     Attributes
     ----------
@@ -688,7 +694,8 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
     sampler's (Prop. 3); with ``noise="secure"`` the private batch's padding
     is drawn from the OS CSPRNG, like the noise. Public pretraining reads
     public data only (Remark 2). NOT protected: the public columns, the label when
-    ``label_public=True``, ``n``, the set of classes, and the training loss
+    ``label_public=True``, ``n``, the set of classes (read from ``y`` unless
+    ``classes`` is given), and the training loss
     printed when ``verbose`` (a diagnostic computed on the private data).
     torch's generators are not cryptographically secure.
 
@@ -741,6 +748,7 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
         "random_state": ["random_state"],
         "noise": [StrOptions(set(NOISE_OPTIONS))],
         "verbose": ["verbose"],
+        "classes": ["array-like", None],
     }
 
     def __init__(
@@ -771,6 +779,7 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
         random_state=None,
         noise="default",
         verbose=0,
+        classes=None,
     ):
         _import_torch()  # fail early, with the install hint
         self.hidden_layer_sizes = hidden_layer_sizes
@@ -798,6 +807,7 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.noise = noise
         self.verbose = verbose
+        self.classes = classes
 
     def _hidden_sizes(self):
         name = type(self).__name__
@@ -847,14 +857,7 @@ class MLPFeatureDP(DPSGDBudgetMixin, ClassifierMixin, BaseEstimator):
                                          y_numeric=False)
             # The network computes in float32: reject rows whose squared norm overflows it.
             check_row_norms_finite(X, type(self).__name__, compute_dtype=np.float32)
-        check_classification_targets(y)
-        encoder = LabelEncoder().fit(y)
-        if len(encoder.classes_) < 2:
-            raise ValueError(
-                f"{type(self).__name__} needs at least 2 classes in y; got "
-                f"{len(encoder.classes_)} class ({encoder.classes_!r}). Check the labels."
-            )
-        return X, encoder.classes_, encoder.transform(y)
+        return (X, *encode_labels(self, y, self.classes))
 
     def _compute_dtype(self, X):
         """``"float64"`` for Algorithm 1 on large public columns, else ``"float32"``.

@@ -7,7 +7,8 @@ import scipy.sparse as sp
 from sklearn.datasets import make_classification
 from sklearn.preprocessing import Normalizer
 
-from sklearn_fdp import DPSGDClassifier, FeatureDPLogisticRegression
+from sklearn_fdp import (AdaMixClassifier, DPSGDClassifier, DPSGDFClassifier,
+                         FeatureDPLogisticRegression)
 from sklearn_fdp._engine import LinearLoss, PoissonSampler, UniformSampler
 from sklearn_fdp._engine._feature_dp import FeatureDPPrivateOracle, FeatureDPPublicOracle
 
@@ -545,7 +546,11 @@ def test_private_gradient_norms_are_the_explicit_norms_at_any_public_scale(pad, 
 @pytest.mark.parametrize("make", [
     lambda **kw: FeatureDPLogisticRegression(private_features=[], label_public=False, **kw),
     lambda **kw: DPSGDClassifier(**kw),
-])
+    lambda **kw: DPSGDFClassifier(**kw),
+    lambda **kw: AdaMixClassifier(**{k: v for k, v in kw.items()
+                                     if k not in ("epochs", "accountant")}),
+], ids=["FeatureDPLogisticRegression", "DPSGDClassifier", "DPSGDFClassifier",
+        "AdaMixClassifier"])
 def test_classes_parameter_makes_classes_independent_of_the_data(multiclass, make):
     """A label seen once in y appears in classes_ (it reveals that record's label);
     classes= fixes classes_ whatever the data hold."""

@@ -272,6 +272,22 @@ def test_public_pretraining_and_string_labels(data):
     assert set(clf.predict(X)) <= {"a", "b", "c"}
 
 
+@pytest.mark.parametrize("label_public", [True, False])
+def test_classes_parameter_makes_classes_independent_of_the_data(data, label_public):
+    """classes_ read from y shows a label held by one record; classes= fixes it."""
+    X, y = data
+    y = np.where(y == 2, 1, y)  # labels {0, 1}
+    y_single = y.copy()
+    y_single[7] = 2
+    assert _fast(label_public=label_public).fit(X, y_single).classes_.tolist() == [0, 1, 2]
+    a = _fast(label_public=label_public, classes=[0, 1, 2]).fit(X, y)
+    b = _fast(label_public=label_public, classes=[2, 1, 0]).fit(X, y_single)
+    assert a.classes_.tolist() == b.classes_.tolist() == [0, 1, 2]
+    assert a.predict_proba(X).shape == (len(y), 3)
+    with pytest.raises(ValueError, match=r"labels \[2\] that are not in `classes` \[0, 1\]"):
+        _fast(classes=[0, 1]).fit(X, y_single)
+
+
 def test_inputs_not_mutated(data):
     X, y = data
     X0, y0 = X.copy(), y.copy()
