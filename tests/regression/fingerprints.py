@@ -2,7 +2,8 @@
 
 ``python -m tests.regression.fingerprints --write`` records, for every
 estimator × method/variant × input kind (dense, CSR where accepted, memmap
-where accepted), a SHA-256 of the fitted arrays (``coef_``, ``intercept_``,
+where accepted, and "stream": a memmap read batch by batch, the out-of-core
+path, forced by setting ``STREAM_MIN_BYTES`` to 0), a SHA-256 of the fitted arrays (``coef_``, ``intercept_``,
 ``mean_``, the MLP's weights), ``epsilon_`` and ``repr(dp_event_)`` into
 ``fingerprints.json`` beside this file, with the library versions they were
 recorded under. ``tests/regression/test_fingerprints.py`` compares a fresh
@@ -29,6 +30,25 @@ RECORD = HERE / "fingerprints.json"
 ARRAY_ATTRS = ("coef_", "intercept_", "mean_", "scale_")
 
 
+def _cpu():
+    """The CPU model and the SIMD features NumPy dispatches on (BLAS and
+    NumPy's kernels pick code paths by them, and the last bits follow)."""
+    model = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__ as features
+    except ImportError:  # NumPy 1.x
+        from numpy.core._multiarray_umath import __cpu_features__ as features
+    enabled = ",".join(sorted(k for k, v in features.items() if v))
+    return f"{model} [{hashlib.sha256(enabled.encode()).hexdigest()[:12]}]"
+
+
 def versions():
     import numba
     import scipy
@@ -36,7 +56,7 @@ def versions():
 
     out = {"python": platform.python_version(), "machine": platform.machine(),
            "numpy": np.__version__, "scipy": scipy.__version__, "numba": numba.__version__,
-           "scikit-learn": sklearn.__version__}
+           "scikit-learn": sklearn.__version__, "cpu": _cpu()}
     try:
         import torch
 
@@ -64,7 +84,7 @@ def _cases():
                              FeatureDPLogisticRegression, PrivateMeanCenterer)
 
     common = dict(epsilon=2.0, delta=1e-5, random_state=0)
-    yield "DPSGDClassifier", lambda: DPSGDClassifier(epochs=2, **common), ("dense", "csr", "memmap")
+    yield "DPSGDClassifier", lambda: DPSGDClassifier(epochs=2, **common), ("dense", "csr", "memmap", "stream")
     yield "DPSGDClassifier/hinge/multi", lambda: DPSGDClassifier(loss="hinge", epochs=2, **common), \
         ("dense", "csr")
     yield "DPSGDClassifier/lazy", lambda: DPSGDClassifier(epochs=2, momentum=0.0, **common), ("csr",)
@@ -75,19 +95,19 @@ def _cases():
                        lambda m=method, p=pl, lp=label_public: FeatureDPLogisticRegression(
                            private_features=[0, 1], method=m, public_loss=p, label_public=lp,
                            epochs=2, **common),
-                       ("dense", "csr", "memmap"))
+                       ("dense", "csr", "memmap", "stream"))
     yield ("FeatureDPLogisticRegression/sufficient_statistic",
            lambda: FeatureDPLogisticRegression(private_features=[], label_public=False, **common),
-           ("dense", "csr", "memmap"))
+           ("dense", "csr", "memmap", "stream"))
     for variant in ("practical", "analysed"):
         yield (f"DPSGDFClassifier/{variant}",
-               lambda v=variant: DPSGDFClassifier(variant=v, epochs=2, **common), ("dense", "memmap"))
+               lambda v=variant: DPSGDFClassifier(variant=v, epochs=2, **common), ("dense", "memmap", "stream"))
     yield "PrivateMeanCenterer", lambda: PrivateMeanCenterer(epsilon=1.0, random_state=0), \
         ("dense", "memmap")
     for variant in ("practical", "theory"):
         yield (f"AdaMixClassifier/{variant}",
                lambda v=variant: AdaMixClassifier(variant=v, epsilon=4.0, delta=1e-5,
-                                                  random_state=0), ("dense",))
+                                                  random_state=0), ("dense", "stream"))
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -99,7 +119,8 @@ def _cases():
             yield (f"MLPFeatureDP/{method}/{per_example}",
                    lambda m=method, pe=per_example: MLPFeatureDP(
                        hidden_layer_sizes=(8,), private_features=[0, 1], method=m,
-                       per_example=pe, epochs=1, device="cpu", **common), ("dense",))
+                       per_example=pe, epochs=1, device="cpu", **common),
+                   ("dense", "memmap", "stream") if per_example == "outer" else ("dense",))
 
 
 def _digest(est):
@@ -128,17 +149,25 @@ def _fit(est, X, y, name):
 
 
 def compute():
+    from sklearn_fdp import _outofcore
+
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, make, kinds in _cases():
             k = 3 if "multi" in name else 2
             for kind in kinds:
                 X, y = _data("csr" if kind == "csr" else "dense", k=k)
-                if kind == "memmap":
+                if kind in ("memmap", "stream"):
                     path = Path(tmp) / f"X{len(out)}.npy"
                     np.save(path, X)
                     X = np.load(path, mmap_mode="r")
-                est = _fit(make(), X, y, name)
+                saved = _outofcore.STREAM_MIN_BYTES
+                if kind == "stream":
+                    _outofcore.STREAM_MIN_BYTES = 0
+                try:
+                    est = _fit(make(), X, y, name)
+                finally:
+                    _outofcore.STREAM_MIN_BYTES = saved
                 out[f"{name}[{kind}]"] = {
                     "arrays": _digest(est),
                     "epsilon_": repr(float(getattr(est, "epsilon_", float("nan")))),
