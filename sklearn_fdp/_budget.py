@@ -1,16 +1,17 @@
 """Batch size, accountant and noise calibration shared by every DP-SGD estimator.
 
-The linear estimators (``linear/_base.py``) and ``MLPFeatureDP`` run the same
-private mechanism -- Poisson-subsampled Gaussian steps, possibly composed
-with other releases -- so they resolve the batch size, pick the accountant
-and calibrate σ with this one mixin. It reads the estimator parameters
-``epsilon``, ``delta``, ``noise_multiplier``, ``batch_size``, ``accountant``
-and ``neighboring``.
+The linear estimators and ``MLPFeatureDP`` run the same private mechanism --
+Poisson-subsampled Gaussian steps, possibly composed with other releases --
+so they resolve the batch size, pick the accountant and calibrate σ with
+these functions. Each reads the estimator parameters ``epsilon``, ``delta``,
+``noise_multiplier``, ``batch_size``, ``epochs``, ``accountant`` and
+``neighboring`` of the estimator it is given.
 """
 
 import math
 
 from . import accounting
+from ._plan import DPSGDSchedule
 from .exceptions import BudgetExceededError
 
 # accountant="auto" uses PLD up to this target ε (see _resolve_accountant).
@@ -28,87 +29,115 @@ def _auto_batch_size(n_samples):
     return int(min(max(round(8 * math.sqrt(n_samples)), 64), 4096, n_samples))
 
 
+def check_budget_params(est):
+    """Budget rules spanning several parameters of a DP-SGD estimator ``est``."""
+    name = type(est).__name__
+    if est.epsilon is None and est.noise_multiplier is None:
+        raise ValueError(
+            f"{name}: give `epsilon` (the budget; σ is calibrated to it) or "
+            "`noise_multiplier` (ε is then computed); both are None."
+        )
+    if est.neighboring == "replace" and est.accountant == "rdp":
+        raise ValueError(
+            f"{name}: accountant='rdp' cannot account Poisson sampling under "
+            "neighboring='replace' (dp-accounting rejects it). Use "
+            "accountant='pld'."
+        )
+
+
+def resolve_batch_size(est, n_samples):
+    """``est.batch_size``, or the default rule for ``"auto"``; checked against ``n``."""
+    name = type(est).__name__
+    if est.batch_size == "auto":
+        return _auto_batch_size(n_samples)
+    if est.batch_size > n_samples:
+        raise ValueError(
+            f"`batch_size` of {name} is {est.batch_size!r} but the data have "
+            f"only {n_samples} rows. Use batch_size <= n_samples or 'auto'."
+        )
+    return int(est.batch_size)
+
+
+def dpsgd_schedule(est, n_samples):
+    """The public :class:`~sklearn_fdp._plan.DPSGDSchedule` of ``est`` on ``n`` rows."""
+    batch_size = resolve_batch_size(est, n_samples)
+    steps = max(1, math.ceil(est.epochs * n_samples / batch_size))
+    return DPSGDSchedule(batch_size=batch_size, sampling_rate=batch_size / n_samples,
+                         steps=steps)
+
+
+def resolve_accountant(est, epsilon):
+    """``"auto"``: PLD (tightest) where it is cheap, RDP for large ε.
+
+    PLD needs about 5-8 % less noise than RDP for the same ε at every
+    budget, but its evaluation slows down sharply as σ shrinks (seconds
+    per fit above ε ≈ 2), where accuracy is saturated anyway. Replace-one
+    Poisson sampling is only supported by PLD.
+    """
+    if est.accountant != "auto":
+        return est.accountant
+    if est.neighboring == "replace" or epsilon <= _AUTO_PLD_MAX_EPSILON:
+        return "pld"
+    return "rdp"
+
+
+def calibrate_dpsgd(est, sampling_rate, steps, other_events=()):
+    """``(σ, event, ε, accountant)`` of DP-SGD steps composed with ``other_events``.
+
+    σ is ``est.noise_multiplier``, or calibrated so that the composition
+    spends ``est.epsilon`` at ``est.delta``; ε is the composition's, from
+    the accountant that answered (where the one asked for fails, e.g. RDP's
+    ε = 0 under huge noise, the other answers, for the calibration too).
+    Raises :class:`BudgetExceededError` when a fixed σ overspends ``epsilon``.
+    """
+    others = tuple(other_events)
+    if est.noise_multiplier is None:
+        accountant = resolve_accountant(est, est.epsilon)
+        sigma = accounting.calibrate_noise_multiplier(
+            est.epsilon,
+            est.delta,
+            sampling_rate,
+            steps,
+            accountant=accountant,
+            neighboring=est.neighboring,
+            other_events=others,
+        )
+    else:
+        sigma = float(est.noise_multiplier)
+    event = accounting.compose_events(
+        *others, accounting.dpsgd_event(sigma, sampling_rate, steps)
+    )
+    if est.noise_multiplier is not None:
+        rough = (accounting.epsilon_of_event(event, est.delta)
+                 if est.neighboring == "add_remove" else 0.0)
+        accountant = resolve_accountant(est, rough)
+    spent, accountant = accounting.epsilon_and_accountant(
+        event, est.delta, accountant=accountant, neighboring=est.neighboring
+    )
+    if est.epsilon is not None and spent > est.epsilon:
+        raise BudgetExceededError(
+            f"{type(est).__name__} with noise_multiplier={est.noise_multiplier!r} "
+            f"spends ε = {spent:.4g} > epsilon = {est.epsilon!r}. Raise "
+            "noise_multiplier, lower epochs, or set noise_multiplier=None to "
+            "calibrate it to epsilon."
+        )
+    return sigma, event, spent, accountant
+
+
 class DPSGDBudgetMixin:
-    """Budget rules of a DP-SGD fit (see the module docstring)."""
+    """Method spellings of the functions above (for estimators not yet ported)."""
 
     def _check_params(self, X, y):
-        """Rules spanning several parameters; called first in ``fit``."""
-        name = type(self).__name__
-        if self.epsilon is None and self.noise_multiplier is None:
-            raise ValueError(
-                f"{name}: give `epsilon` (the budget; σ is calibrated to it) or "
-                "`noise_multiplier` (ε is then computed); both are None."
-            )
-        if self.neighboring == "replace" and self.accountant == "rdp":
-            raise ValueError(
-                f"{name}: accountant='rdp' cannot account Poisson sampling under "
-                "neighboring='replace' (dp-accounting rejects it). Use "
-                "accountant='pld'."
-            )
+        check_budget_params(self)
 
     def _other_events(self):
-        """DpEvents composed with the gradient steps (none for plain DP-SGD)."""
         return ()
 
     def _resolve_batch_size(self, n_samples):
-        name = type(self).__name__
-        if self.batch_size == "auto":
-            return _auto_batch_size(n_samples)
-        if self.batch_size > n_samples:
-            raise ValueError(
-                f"`batch_size` of {name} is {self.batch_size!r} but the data have "
-                f"only {n_samples} rows. Use batch_size <= n_samples or 'auto'."
-            )
-        return int(self.batch_size)
+        return resolve_batch_size(self, n_samples)
 
     def _resolve_accountant(self, epsilon):
-        """``"auto"``: PLD (tightest) where it is cheap, RDP for large ε.
-
-        PLD needs about 5-8 % less noise than RDP for the same ε at every
-        budget, but its evaluation slows down sharply as σ shrinks (seconds
-        per fit above ε ≈ 2), where accuracy is saturated anyway. Replace-one
-        Poisson sampling is only supported by PLD.
-        """
-        if self.accountant != "auto":
-            return self.accountant
-        if self.neighboring == "replace" or epsilon <= _AUTO_PLD_MAX_EPSILON:
-            return "pld"
-        return "rdp"
+        return resolve_accountant(self, epsilon)
 
     def _budget(self, n_samples, sampling_rate, steps):
-        """Noise multiplier, the fit's DpEvent, its ε and the accountant that gave it."""
-        others = tuple(self._other_events())
-        if self.noise_multiplier is None:
-            accountant = self._resolve_accountant(self.epsilon)
-            sigma = accounting.calibrate_noise_multiplier(
-                self.epsilon,
-                self.delta,
-                sampling_rate,
-                steps,
-                accountant=accountant,
-                neighboring=self.neighboring,
-                other_events=others,
-            )
-        else:
-            sigma = float(self.noise_multiplier)
-        event = accounting.compose_events(
-            *others, accounting.dpsgd_event(sigma, sampling_rate, steps)
-        )
-        if self.noise_multiplier is not None:
-            rough = (accounting.epsilon_of_event(event, self.delta)
-                     if self.neighboring == "add_remove" else 0.0)
-            accountant = self._resolve_accountant(rough)
-        # The accountant that answered: where the one asked for fails (e.g.
-        # RDP's ε = 0 under huge noise) the other answers, for the calibration
-        # above too, so `spent` is the ε the noise was calibrated for.
-        spent, accountant = accounting.epsilon_and_accountant(
-            event, self.delta, accountant=accountant, neighboring=self.neighboring
-        )
-        if self.epsilon is not None and spent > self.epsilon:
-            raise BudgetExceededError(
-                f"{type(self).__name__} with noise_multiplier={self.noise_multiplier!r} "
-                f"spends ε = {spent:.4g} > epsilon = {self.epsilon!r}. Raise "
-                "noise_multiplier, lower epochs, or set noise_multiplier=None to "
-                "calibrate it to epsilon."
-            )
-        return sigma, event, spent, accountant
+        return calibrate_dpsgd(self, sampling_rate, steps, self._other_events())

@@ -63,6 +63,85 @@ def _auto_learning_rate(noise_std, batch_size, n_rows, n_outputs=1):
     return float(min(cap, rate))
 
 
+def validate_linear_data(est, X, y, *, accept_sparse="csr", stream=True):
+    """``(X, classes_, y_index)``: checked training data of a linear classifier.
+
+    A large ``numpy.memmap`` / dask array (``stream`` and
+    :func:`~sklearn_fdp._outofcore.should_stream`) is checked in chunks and
+    becomes a row source read per batch, never copied whole; anything else
+    is validated in memory (float64/float32, C order, CSR when
+    ``accept_sparse``) with finite squared row norms.
+    """
+    if stream and should_stream(X):
+        X, y = validate_row_source(est, X, y)
+    else:
+        X, y = validate_numeric_data(est, X, y, accept_sparse=accept_sparse,
+                                     dtype=[np.float64, np.float32], order="C",
+                                     y_numeric=False)
+        check_row_norms_finite(X, type(est).__name__)
+    classes, y_index = encode_labels(est, y, est.classes)
+    return X, classes, y_index
+
+
+def n_outputs_of(classes):
+    """Output columns of a linear model: 1 for two classes, else one per class."""
+    return 1 if len(classes) == 2 else len(classes)
+
+
+def resolve_learning_rate(est, noise_std, schedule, n_rows, n_outputs):
+    """``est.learning_rate``, or :func:`_auto_learning_rate` for ``"auto"``.
+
+    ``noise_std`` is the std of the noise per coordinate of a noisy sum the
+    steps must average out (σ·C, times α for FDP Algorithm 1).
+    """
+    if est.learning_rate == "auto":
+        return _auto_learning_rate(noise_std, schedule.batch_size, n_rows, n_outputs)
+    return float(est.learning_rate)
+
+
+def engine_config(est, plan, clip, learning_rate, **extra):
+    """The :class:`EngineConfig` of ``est``'s DP-SGD run under ``plan``."""
+    steps = plan.schedule.steps
+    return EngineConfig(
+        steps=steps,
+        sampling_rate=plan.schedule.sampling_rate,
+        noise_multiplier=plan.noise_multiplier,
+        max_grad_norm=clip,
+        learning_rate=learning_rate,
+        lr_schedule=est.lr_schedule,
+        momentum=est.momentum,
+        l2_regularization=est.l2_regularization,
+        average_start=steps // 2 if est.average else None,
+        **extra,
+    )
+
+
+def epoch_printer(est, plan):
+    """Per-epoch progress (ε spent so far: public settings only), or None."""
+    if not est.verbose:
+        return None
+    steps, sampling_rate = plan.schedule.steps, plan.schedule.sampling_rate
+    steps_per_epoch = max(1, round(1 / sampling_rate))
+    name = type(est).__name__
+
+    def callback(t, theta):
+        done = t + 1
+        if done % steps_per_epoch and done != steps:
+            return
+        eps = accounting.compute_epsilon(
+            plan.noise_multiplier, sampling_rate, done, est.delta,
+            accountant=plan.accountant, neighboring=est.neighboring,
+        )
+        print(
+            f"[{name}] epoch {done / steps_per_epoch:.1f}: step {done}/{steps}, "
+            f"ε spent {eps:.4g} (δ={est.delta:g}), ‖θ‖ {np.linalg.norm(theta):.4g}",
+            file=sys.stdout,
+            flush=True,
+        )
+
+    return callback
+
+
 class BaseDPLinearClassifier(DPSGDBudgetMixin, LinearClassifierMixin, ClassifierMixin,
                              BaseEstimator):
     """Base class: a linear classifier trained by the DP-SGD engine."""
@@ -228,6 +307,15 @@ class BaseDPLinearClassifier(DPSGDBudgetMixin, LinearClassifierMixin, Classifier
                         sampling_rate=sampling_rate, sigma=sigma, event=event, spent=spent,
                         accountant=accountant)
         return self
+
+    def _store_linear(self, theta, classes, dtype, plan, learning_rate):
+        """Set every fitted attribute of a DP-SGD fit from ``theta`` and its ``plan``."""
+        schedule = plan.schedule
+        self._store_fit(theta, classes, dtype, n_iter=schedule.steps, steps=schedule.steps,
+                        batch_size=schedule.batch_size, learning_rate=learning_rate,
+                        sampling_rate=schedule.sampling_rate, sigma=plan.noise_multiplier,
+                        event=plan.dp_event, spent=plan.epsilon, accountant=plan.accountant)
+        self.privacy_plan_ = plan
 
     def _store_fit(self, theta, classes, dtype, *, n_iter, steps, batch_size, learning_rate,
                    sampling_rate, sigma, event, spent, accountant):
