@@ -35,12 +35,10 @@ from scipy.special import expit, softmax
 from .._kernels import (
     clip_residuals,
     csr_clipped_sum,
-    csr_squared_row_norms,
     dense_clipped_sum,
-    gather_rows,
     loss_code,
 )
-from .._outofcore import is_row_source
+from .._outofcore import is_row_source, squared_row_norms, take_rows  # noqa: F401 (used here, re-exported)
 from .._validation import canonical_csr
 
 # Dense path rule. Measured on the 2-core x86_64 reference machine (OpenBLAS,
@@ -111,40 +109,6 @@ class LinearLoss:
         R[rows[active], j[active]] = 1.0
         R[rows[active], y[active]] = -1.0
         return R
-
-
-def squared_row_norms(X):
-    """Squared L2 norm of every row of a dense or CSR matrix (or an out-of-core source).
-
-    Always float64, accumulated in float64 (float32 rows too): clip factors
-    are computed from these, and a float32 sum of d squares can be off by
-    ``d`` float32 units, more than clipping's margin (issue 16 item 11).
-    """
-    if is_row_source(X):
-        return X.squared_row_norms()  # chunk by chunk, same values as below
-    if sp.issparse(X):
-        X = canonical_csr(X)  # Σ data² is the norm only without duplicate entries
-        out = np.empty(X.shape[0], dtype=np.float64)
-        csr_squared_row_norms(X.indptr, X.data, out)  # no temporary copy of X
-        return out
-    return np.einsum("ij,ij->i", X, X, dtype=np.float64)
-
-
-def take_rows(X, idx):
-    """The rows ``X[idx]`` of a dense matrix, an out-of-core source, or a sparse matrix.
-
-    A C-contiguous ndarray goes through the prefetching numba gather (the
-    same values as ``np.take``, about 40% faster on batches of scattered
-    rows of a matrix larger than the caches).
-    """
-    if is_row_source(X):
-        return X.gather(idx)
-    if isinstance(X, np.ndarray) and X.ndim == 2 and X.flags.c_contiguous:
-        idx = np.asarray(idx, dtype=np.intp)
-        out = np.empty((idx.shape[0], X.shape[1]), dtype=X.dtype)
-        gather_rows(X, idx, out)
-        return out
-    return X[idx]
 
 
 def _dense_path(n_rows, X):

@@ -14,6 +14,7 @@ from .._outofcore import (
     as_row_source,
     is_row_source,
     iter_row_blocks,
+    map_rows,
     should_stream,
 )
 from .._preprocessing import _row_norms, apply_row_factors, row_scale_factors, scale_rows
@@ -132,20 +133,6 @@ def _block_rows(X, fn):
     out = np.empty(X.shape[0], dtype=np.float64)
     for start, block in iter_row_blocks(X):
         out[start:start + len(block)] = fn(np.asarray(block, dtype=np.float64))
-    return out
-
-
-def _map_rows(X, fn, n_features, dtype):
-    """Rows ``fn(rows, idx)`` of ``X``: computed now (ndarray) or per batch (out of core).
-
-    ``fn`` works row by row, so both give the same rows bit for bit.
-    """
-    if is_row_source(X):
-        return MappedRowSource(X, fn, n_features, dtype)
-    out = np.empty((X.shape[0], n_features), dtype=dtype)
-    for start, block in iter_row_blocks(X):
-        stop = start + len(block)
-        out[start:stop] = fn(block, slice(start, stop))
     return out
 
 
@@ -587,7 +574,7 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
         self._private_mean = (true_mean + mean_rng.normal(0.0, noise_std, size=n_features),
                               noise_std)
         shift = self._private_mean[0].astype(X.dtype)
-        X_centred = _map_rows(X, lambda rows, idx: np.ascontiguousarray(rows - shift),
+        X_centred = map_rows(X, lambda rows, idx: np.ascontiguousarray(rows - shift),
                               n_features, X.dtype)
         return super()._make_oracles(X_centred, y_enc, loss, public_rng)
 
@@ -612,7 +599,7 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
             Z = self._centre_aug(np.asarray(rows, dtype=np.float64), mean, tau)
             return np.ascontiguousarray(Z * factors[idx][:, None], dtype=dtype)
 
-        return _map_rows(X, augment, X.shape[1] + int(self.fit_intercept), dtype)
+        return map_rows(X, augment, X.shape[1] + int(self.fit_intercept), dtype)
 
     def _centre_aug(self, X, mean, tau):
         """``(x - mean, τ)`` (``x - mean`` without the τ column), float64."""
