@@ -111,6 +111,27 @@ def test_spawned_generators_are_independent_and_reproducible():
     assert not np.allclose(a[0], a[1]) and not np.allclose(a[1], a[2])
 
 
+class _ZeroOracle:
+    """A private oracle whose clipped sum is 0, clipping at ``max_grad_norm``."""
+
+    def __init__(self, max_grad_norm):
+        self.max_grad_norm = max_grad_norm
+
+    def __call__(self, idx, theta):
+        return np.zeros_like(theta)
+
+
+def test_loop_refuses_noise_not_scaled_to_the_oracle_clip():
+    """The clip the oracle applies and the clip that scales the noise must agree."""
+    cfg = EngineConfig(steps=1, sampling_rate=0.5, noise_multiplier=1.0, max_grad_norm=1.0,
+                       learning_rate=1.0)
+    r1, r2 = spawn_generators(0, 2)
+    for oracle in (_ZeroOracle(2.0), lambda i, t: np.zeros_like(t)):
+        with pytest.raises(ValueError, match="noise would not match the sensitivity"):
+            run_dp_sgd(np.zeros((2, 1)), oracle, 10, cfg, sample_rng=r1, noise_rng=r2)
+    run_dp_sgd(np.zeros((2, 1)), _ZeroOracle(1.0), 10, cfg, sample_rng=r1, noise_rng=r2)
+
+
 @pytest.mark.statistical
 def test_noise_std_is_noise_multiplier_times_clip(global_seed):
     """With a zero gradient, one step moves θ by -lr σ C / (q n) · N(0, I)."""
@@ -119,7 +140,7 @@ def test_noise_std_is_noise_multiplier_times_clip(global_seed):
     cfg = EngineConfig(steps=1, sampling_rate=q, noise_multiplier=sigma, max_grad_norm=clip,
                        learning_rate=lr)
     rng_s, rng_n = spawn_generators(global_seed, 2)
-    res = run_dp_sgd(np.zeros(shape), lambda idx, th: np.zeros_like(th), n, cfg,
+    res = run_dp_sgd(np.zeros(shape), _ZeroOracle(clip), n, cfg,
                      sample_rng=rng_s, noise_rng=rng_n)
     expected = lr * sigma * clip / (q * n)
     values = res.theta.ravel()
@@ -136,7 +157,7 @@ def test_noise_mask_keeps_masked_entries_noise_free():
                        learning_rate=1.0)
     mask = np.array([[1.0], [0.0]])
     r1, r2 = spawn_generators(0, 2)
-    res = run_dp_sgd(np.zeros((2, 1)), lambda i, t: np.zeros_like(t), 10, cfg,
+    res = run_dp_sgd(np.zeros((2, 1)), _ZeroOracle(1.0), 10, cfg,
                      sample_rng=r1, noise_rng=r2, noise_mask=mask)
     assert res.theta[1, 0] == 0.0 and res.theta[0, 0] != 0.0
 

@@ -97,6 +97,27 @@ class EngineResult:
     steps: int
 
 
+def check_clip_agrees(private_oracle, config, noise_fn=None):
+    """Refuse a run whose noise is not scaled to the oracle's clip norm.
+
+    The noise std is ``σ · config.max_grad_norm``; the sensitivity of the
+    private sum is the clip the oracle applies, ``private_oracle.max_grad_norm``.
+    The two are set in different places, so they are compared here, where
+    the noise is drawn. A run with its own ``noise_fn`` (AdaMix: the
+    mechanism scales its noise to its per-step clip) or without noise is
+    not concerned.
+    """
+    if noise_fn is not None or config.noise_multiplier <= 0:
+        return
+    clip = getattr(private_oracle, "max_grad_norm", None)
+    if clip is None or float(clip) != float(config.max_grad_norm):
+        raise ValueError(
+            f"The private oracle clips at max_grad_norm={clip!r} but the noise is scaled to "
+            f"config.max_grad_norm={config.max_grad_norm!r}: the noise would not match the "
+            "sensitivity. Build the EngineConfig from the oracle's max_grad_norm."
+        )
+
+
 def run_dp_sgd(
     theta0,
     private_oracle,
@@ -118,8 +139,10 @@ def run_dp_sgd(
         Starting point; copied, never modified.
     private_oracle : callable ``(indices, theta) -> ndarray``
         Sum over the batch ``indices`` of the per-example gradients, each
-        clipped to L2 norm ``config.max_grad_norm``. Same shape as ``theta``.
-        An empty batch must return zeros.
+        clipped to L2 norm ``private_oracle.max_grad_norm``, which must equal
+        ``config.max_grad_norm`` (the clip that scales the noise): the loop
+        refuses to run otherwise. Same shape as ``theta``. An empty batch
+        must return zeros.
     n_samples : int
         Number of private records ``n`` (public).
     config : EngineConfig
@@ -155,6 +178,7 @@ def run_dp_sgd(
     result : EngineResult
     """
     cfg = config
+    check_clip_agrees(private_oracle, cfg, noise_fn)
     blockers = lazy_noise_blockers(private_oracle, cfg, public_oracle=public_oracle,
                                    noise_mask=noise_mask, noise_fn=noise_fn, callback=callback)
     if blockers == []:
