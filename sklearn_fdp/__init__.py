@@ -11,6 +11,7 @@ from . import (
     plotting,
     preprocessing,
 )
+from ._plan import PrivacyPlan
 from ._report import PrivacyReport, privacy_report
 from .exceptions import BudgetExceededError, FdpWarning, PerformanceWarning, PrivacyLeakWarning
 from .linear import (
@@ -34,6 +35,7 @@ __all__ = [
     "MLPFeatureDP",
     "PerformanceWarning",
     "PrivacyLeakWarning",
+    "PrivacyPlan",
     "PrivacyReport",
     "PrivateMeanCenterer",
     "__version__",

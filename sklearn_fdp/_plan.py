@@ -25,7 +25,17 @@ UNITS = ("record", "private records", "features", "label", "features+label", "no
 
 @dataclass(frozen=True)
 class DPSGDSchedule:
-    """The public schedule of a DP-SGD run: batch size, sampling rate, steps."""
+    """The public schedule of a DP-SGD run.
+
+    Parameters
+    ----------
+    batch_size : int
+        Expected Poisson batch size ``q n``.
+    sampling_rate : float
+        Poisson sampling rate ``q``.
+    steps : int
+        Number of noisy steps.
+    """
 
     batch_size: int
     sampling_rate: float
@@ -36,7 +46,10 @@ class DPSGDSchedule:
 class PrivacyPlan:
     """What a private fit spends and protects, computed from public quantities.
 
-    Attributes
+    Returned by every private estimator's ``privacy_plan``; the fitted
+    ``privacy_plan_`` is the one its fit ran.
+
+    Parameters
     ----------
     dp_event : dp_accounting.DpEvent
         Every mechanism the fit runs, composed: the fitted ``dp_event_``.

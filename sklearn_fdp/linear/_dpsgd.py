@@ -3,6 +3,7 @@
 import numpy as np
 
 from .._budget import calibrate_dpsgd, check_budget_params, dpsgd_schedule
+from .._docs import fill_doc
 from .._engine import LinearGradientOracle, LinearLoss, run_dp_sgd
 from .._plan import record_plan
 from .._random import spawn_generators
@@ -19,6 +20,7 @@ from ._base import (
 )
 
 
+@fill_doc
 class DPSGDClassifier(BaseDPLinearClassifier):
     """Linear classifier trained with differentially private SGD (DP-SGD).
 
@@ -36,77 +38,24 @@ class DPSGDClassifier(BaseDPLinearClassifier):
         ``"log_loss"``: logistic regression (binary) or multinomial softmax.
         ``"hinge"``: the margin loss ``max(0, 1 - y z)`` of the DPSGD-F paper
         (Crammer–Singer for more than two classes); no ``predict_proba``.
-    epsilon : float or None, default=1.0
-        Privacy budget of one call to ``fit``, in (0, inf). The noise
-        multiplier is calibrated so that the run spends at most this. May be
-        None only when ``noise_multiplier`` is given.
-    delta : float, default=1e-5
-        δ of the guarantee, in (0, 1). Keep it well below ``1 / n_samples``
-        (a warning is issued otherwise).
-    max_grad_norm : float, default=1.0
-        Clip norm ``C`` of each per-example gradient, > 0. With rows of norm
-        at most 1 and an intercept, a logistic gradient has norm at most
-        ``sqrt(2)``.
-    noise_multiplier : float or None, default=None
-        σ. When given, ε is computed rather than targeted; if ``epsilon`` is
-        also given, ``fit`` raises :class:`BudgetExceededError` when the
-        run would spend more than ``epsilon``.
-    batch_size : int or "auto", default="auto"
-        Expected Poisson batch size ``q * n``. ``"auto"`` uses
-        ``clip(round(8 * sqrt(n)), 64, 4096)``.
-    epochs : float, default=10.0
-        Passes over the data; the number of steps is
-        ``ceil(epochs * n / batch_size)``.
-    learning_rate : float or "auto", default="auto"
-        Base step size. ``"auto"`` scales it to the noise of each step:
-        ``min(4 k^0.3, sqrt(k) 0.005 B^1.5 / (σ C sqrt(d + 1)))`` for ``d``
-        features, ``k`` output columns (1 if binary), clip ``C``, expected
-        batch ``B`` (a rule fitted on a validation split of Adult; see
-        ``benchmarks/bench_adult.py``).
-    lr_schedule : {"constant", "cosine", "linear"}, default="cosine"
-        Decay of the step size over the run.
-    momentum : float, default=0.9
-        Heavy-ball momentum in [0, 1). For wide sparse (CSR) data use 0: with
-        ``momentum=0`` and ``l2_regularization=0`` the noise of coordinates a
-        batch does not touch is drawn lazily and exactly (see the user
-        guide, "Lazy noise"), so a step costs its non-zeros instead of ``d``
-        Gaussian draws.
-    average : bool, default=True
-        Return the average of the iterates of the second half of the run
-        (post-processing: free) instead of the last one.
-    l2_regularization : float, default=0.0
-        Weight decay ``λ θ`` added to every step.
-    fit_intercept : bool, default=True
-        Fit an intercept; it is part of every per-example gradient and hence
-        clipped and noised with it.
-    accountant : {"auto", "pld", "rdp"}, default="auto"
-        dp-accounting's accountant. ``"pld"`` (privacy-loss distributions) is
-        the tightest: 5-8 % less noise than ``"rdp"`` for the same ε, but
-        slow to evaluate for large ε. ``"auto"`` uses PLD for ``epsilon <= 2``
-        (and for ``neighboring="replace"``) and RDP above.
-    neighboring : {"add_remove", "replace"}, default="add_remove"
-        Neighbouring relation of the guarantee. ``"replace"`` needs PLD
-        (``accountant="pld"`` or ``"auto"``).
-    random_state : int, RandomState instance or None, default=None
-        Seeds the batches and the noise; a fixed value reproduces ``coef_``.
-    noise : {"default", "secure"}, default="default"
-        Source of the randomness privacy rests on: the Poisson batch coins and the
-        Gaussian noise of the steps. ``"default"``: NumPy PCG64 streams spawned
-        from ``random_state`` (reproducible). ``"secure"``: fresh bits from the OS
-        CSPRNG (``os.urandom``) and a Gaussian sampler hardened against
-        floating-point attacks (four Box–Muller normals summed and halved, as in
-        Opacus's ``secure_mode``); slower (user guide, "Secure noise"), and
-        ``random_state`` no longer reproduces the fit. The accounting, and so
-        ``epsilon_``, is the same.
-    verbose : int, default=0
-        Print the ε spent after every epoch.
-    classes : array-like of shape (n_classes,) or None, default=None
-        Every label the task can have, a public list chosen without looking
-        at ``y``; ``classes_`` is then this list (sorted) whatever ``y``
-        holds, and a label of ``y`` outside it raises ``ValueError``. None:
-        ``classes_`` is read from ``y`` and is not private (a label seen
-        once, or missing, shows in it); give ``classes`` whenever the label
-        is protected and some class may be rare.
+    [[epsilon]]
+    [[delta]]
+    [[max_grad_norm]]
+    [[noise_multiplier]]
+    [[batch_size]]
+    [[epochs]]
+    [[learning_rate]]
+    [[lr_schedule]]
+    [[momentum]]
+    [[average]]
+    [[l2_regularization]]
+    [[fit_intercept]]
+    [[accountant]]
+    [[neighboring]]
+    [[random_state]]
+    [[noise]]
+    [[verbose]]
+    [[classes]]
 
     Attributes
     ----------
@@ -116,25 +65,17 @@ class DPSGDClassifier(BaseDPLinearClassifier):
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Defined when ``X`` has string column names.
-    epsilon_ : float
-        ε the run actually spent at ``delta_`` (≤ ``epsilon``).
-    delta_ : float
-    noise_multiplier_ : float
-        σ used (calibrated or given).
-    sampling_rate_ : float
-        Poisson rate ``q = batch_size_ / n_samples``.
-    batch_size_ : int
-        Expected batch size used.
-    learning_rate_ : float
-        Step size used.
-    steps_ : int
-        Number of noisy steps.
-    n_iter_ : int
-        Same as ``steps_``.
-    accountant_ : str
-        Accountant that computed ``noise_multiplier_`` and ``epsilon_``.
-    dp_event_ : dp_accounting.DpEvent
-        The mechanism run by ``fit``, for re-accounting (e.g. at another δ).
+    [[epsilon_]]
+    [[delta_]]
+    [[noise_multiplier_]]
+    [[sampling_rate_]]
+    [[batch_size_]]
+    [[learning_rate_]]
+    [[steps_]]
+    [[n_iter_]]
+    [[accountant_]]
+    [[dp_event_]]
+    [[privacy_plan_]]
 
     Notes
     -----
