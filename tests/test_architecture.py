@@ -147,3 +147,36 @@ def test_only_outofcore_asks_what_kind_of_array_x_is(name):
     users = [module for module, (path, _) in MODULES.items()
              if module != "sklearn_fdp._outofcore" and name in path.read_text()]
     assert users == [], users
+
+
+# Layers from the top: a module may import from its own layer and the ones below.
+_LAYERS = [
+    ("consumers", ("sklearn_fdp._search", "sklearn_fdp._report", "sklearn_fdp.pipeline",
+                   "sklearn_fdp.cli", "sklearn_fdp.model_selection")),
+    ("estimators", ("sklearn_fdp.linear", "sklearn_fdp.neural", "sklearn_fdp._preprocessing",
+                    "sklearn_fdp.preprocessing")),
+    ("mechanisms", ("sklearn_fdp._mechanisms",)),
+    ("engine", ("sklearn_fdp._engine",)),
+    ("kernels", ("sklearn_fdp._kernels",)),
+]
+
+
+def _layer(module):
+    for depth, (_, prefixes) in enumerate(_LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return depth
+    return None  # shared modules, audit, datasets, plotting: not layered here
+
+
+def test_layers_import_only_downwards():
+    upward = []
+    for module, targets in import_graph().items():
+        mine = _layer(module)
+        if mine is None:
+            continue
+        for target in targets:
+            theirs = _layer(target)
+            if theirs is not None and theirs < mine:
+                upward.append(f"{module} ({_LAYERS[mine][0]}) imports {target} "
+                              f"({_LAYERS[theirs][0]})")
+    assert upward == [], upward
