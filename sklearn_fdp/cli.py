@@ -653,7 +653,10 @@ def _trusted(name):
     if root in ("sklearn", "sklearn_fdp"):
         from sklearn.base import BaseEstimator
 
-        return issubclass(obj, BaseEstimator)
+        from ._plan import DPSGDSchedule, PrivacyPlan
+
+        # An estimator, or the privacy_plan_ every private estimator keeps.
+        return issubclass(obj, BaseEstimator) or obj in (PrivacyPlan, DPSGDSchedule)
     if root == "dp_accounting":
         from dp_accounting import dp_event
 
