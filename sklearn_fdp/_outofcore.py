@@ -49,12 +49,14 @@ __all__ = [
     "RowSource",
     "as_row_source",
     "block_bounds",
+    "column_max_abs",
     "is_dask_array",
     "is_out_of_core",
     "is_row_source",
     "iter_row_blocks",
     "map_rows",
     "row_block_size",
+    "row_reader",
     "should_stream",
     "squared_row_norms",
     "take_rows",
@@ -214,6 +216,44 @@ def map_rows(X, fn, n_features, dtype):
         stop = start + len(block)
         out[start:stop] = fn(block, slice(start, stop))
     return out
+
+
+def column_max_abs(X, cols):
+    """``max |X[:, cols]|`` (0.0 without rows or columns), read block by block.
+
+    Only a row block of the selection is copied at a time, in memory and out
+    of core alike.
+    """
+    cols = np.asarray(cols, dtype=np.intp)
+    top = 0.0
+    for _, block in iter_row_blocks(X):
+        if len(block) and len(cols):
+            top = max(top, float(np.max(np.abs(np.asarray(block)[:, cols]))))
+    return top
+
+
+def row_reader(X, load):
+    """``read(idx)``: the rows ``X[idx]`` as ``load`` converts an array (e.g. to a GPU tensor).
+
+    In memory, all of ``X`` goes through ``load`` once and ``read`` indexes
+    the result with ``idx`` as given. Out of core, ``read`` gathers the rows
+    ``idx`` (sorted; an index array, or a tensor with ``.cpu()``) from the
+    source and converts them: the same values. The last batch gathered is
+    kept, so reading the same ``idx`` object again (e.g. for a public view
+    of the batch) does not read it twice.
+    """
+    if not is_row_source(X):
+        return load(X).__getitem__
+    last = [None, None]
+
+    def read(idx):
+        if last[0] is idx:
+            return last[1]
+        rows = load(X.gather(np.asarray(idx.cpu() if hasattr(idx, "cpu") else idx)))
+        last[:] = idx, rows
+        return rows
+
+    return read
 
 
 class RowSource:
