@@ -56,7 +56,9 @@ __all__ = [
     "iter_row_blocks",
     "map_rows",
     "row_block_size",
+    "row_cache_limit",
     "row_reader",
+    "row_subset",
     "should_stream",
     "squared_row_norms",
     "take_rows",
@@ -254,6 +256,28 @@ def row_reader(X, load):
         return rows
 
     return read
+
+
+def row_subset(X, rows, dtype=np.float64):
+    """The rows ``X[rows]`` (sorted indices) as ``dtype``, for a pass block by block.
+
+    In memory: a fresh ndarray now. Out of core: a source that gathers the
+    rows when read, so that :func:`iter_row_blocks` yields the same blocks
+    of the same values either way (for a mechanism that reads a subset of
+    the records at every step, e.g. AdaMix's private records).
+    """
+    if is_row_source(X):
+        return _RowSubset(X, rows, dtype)
+    return np.asarray(take_rows(X, rows), dtype=dtype)
+
+
+def row_cache_limit(X):
+    """Entries (8 bytes each) of per-row caches a mechanism may keep for ``X``.
+
+    Unbounded in memory; about one chunk of rows (:data:`CHUNK_BYTES`) for
+    an out-of-core source, whose caches would otherwise grow with ``n``.
+    """
+    return CHUNK_BYTES / 8 if is_row_source(X) else np.inf
 
 
 class RowSource:
@@ -520,6 +544,27 @@ class MappedRowSource(RowSource):
     def _read_slice(self, start, stop):
         rows = np.ascontiguousarray(self.base._read_slice(start, stop), dtype=self.base.dtype)
         return self.fn(rows, slice(start, stop))
+
+    def release(self):
+        self.base.release()
+
+
+class _RowSubset(RowSource):
+    """Rows ``rows`` of another :class:`RowSource`, gathered (as ``dtype``) when read."""
+
+    def __init__(self, base, rows, dtype):
+        self.data = base.data
+        self.base = base
+        self.rows = np.asarray(rows, dtype=np.intp)
+        self.shape = (len(self.rows), base.shape[1])
+        self.dtype = np.dtype(dtype)
+        self._row_norms_sq = None
+
+    def _read_rows(self, idx):
+        return self.base.gather(self.rows[idx])
+
+    def _read_slice(self, start, stop):
+        return self.base.gather(self.rows[start:stop])
 
     def release(self):
         self.base.release()
