@@ -230,7 +230,7 @@ def reconstruction_diagnostic(name, seed=0):
     (the default), the paper's gradient subspace, and a random subspace of the
     feature subspace's dimension.
     """
-    from sklearn_fdp.linear._adamix import _residual
+    from sklearn_fdp._engine import LinearLoss
 
     X, y, _, _, rule = load(name)
     mask = public_mask(y, rule, seed)
@@ -241,7 +241,8 @@ def reconstruction_diagnostic(name, seed=0):
     n_out = clf.pretrained_coef_.shape[0]
     theta = np.vstack([clf.pretrained_coef_.T, clf.pretrained_intercept_[None, :]])
     Xt = np.hstack([X, np.ones((len(X), 1))])
-    R = _residual(Xt @ theta, y_idx if n_out > 1 else y_idx.astype(float))
+    R = LinearLoss("log_loss", n_out).residual(Xt @ theta,
+                                               y_idx if n_out > 1 else y_idx.astype(float))
     pub, priv = mask, ~mask
     rng = np.random.default_rng(0)
     # Feature subspace: V = basis of the public rows; ‖(V Vᵀ x) rᵀ‖ = ‖Vᵀ x‖ ‖r‖.

@@ -50,12 +50,16 @@ __all__ = [
     "addressable_rows",
     "as_row_source",
     "block_bounds",
+    "column_max_abs",
     "is_dask_array",
     "is_out_of_core",
     "is_row_source",
     "iter_row_blocks",
     "map_rows",
     "row_block_size",
+    "row_cache_limit",
+    "row_reader",
+    "row_subset",
     "should_stream",
     "squared_row_norms",
     "take_rows",
@@ -232,6 +236,66 @@ def map_rows(X, fn, n_features, dtype):
         stop = start + len(block)
         out[start:stop] = fn(block, slice(start, stop))
     return out
+
+
+def column_max_abs(X, cols):
+    """``max |X[:, cols]|`` (0.0 without rows or columns), read block by block.
+
+    Only a row block of the selection is copied at a time, in memory and out
+    of core alike.
+    """
+    cols = np.asarray(cols, dtype=np.intp)
+    top = 0.0
+    for _, block in iter_row_blocks(X):
+        if len(block) and len(cols):
+            top = max(top, float(np.max(np.abs(np.asarray(block)[:, cols]))))
+    return top
+
+
+def row_reader(X, load):
+    """``read(idx)``: the rows ``X[idx]`` as ``load`` converts an array (e.g. to a GPU tensor).
+
+    In memory, all of ``X`` goes through ``load`` once and ``read`` indexes
+    the result with ``idx`` as given. Out of core, ``read`` gathers the rows
+    ``idx`` (sorted; an index array, or a tensor with ``.cpu()``) from the
+    source and converts them: the same values. The last batch gathered is
+    kept, so reading the same ``idx`` object again (e.g. for a public view
+    of the batch) does not read it twice.
+    """
+    if not is_row_source(X):
+        return load(X).__getitem__
+    last = [None, None]
+
+    def read(idx):
+        if last[0] is idx:
+            return last[1]
+        rows = load(X.gather(np.asarray(idx.cpu() if hasattr(idx, "cpu") else idx)))
+        last[:] = idx, rows
+        return rows
+
+    return read
+
+
+def row_subset(X, rows, dtype=np.float64):
+    """The rows ``X[rows]`` (sorted indices) as ``dtype``, for a pass block by block.
+
+    In memory: a fresh ndarray now. Out of core: a source that gathers the
+    rows when read, so that :func:`iter_row_blocks` yields the same blocks
+    of the same values either way (for a mechanism that reads a subset of
+    the records at every step, e.g. AdaMix's private records).
+    """
+    if is_row_source(X):
+        return _RowSubset(X, rows, dtype)
+    return np.asarray(take_rows(X, rows), dtype=dtype)
+
+
+def row_cache_limit(X):
+    """Entries (8 bytes each) of per-row caches a mechanism may keep for ``X``.
+
+    Unbounded in memory; about one chunk of rows (:data:`CHUNK_BYTES`) for
+    an out-of-core source, whose caches would otherwise grow with ``n``.
+    """
+    return CHUNK_BYTES / 8 if is_row_source(X) else np.inf
 
 
 class RowSource:
@@ -498,6 +562,27 @@ class MappedRowSource(RowSource):
     def _read_slice(self, start, stop):
         rows = np.ascontiguousarray(self.base._read_slice(start, stop), dtype=self.base.dtype)
         return self.fn(rows, slice(start, stop))
+
+    def release(self):
+        self.base.release()
+
+
+class _RowSubset(RowSource):
+    """Rows ``rows`` of another :class:`RowSource`, gathered (as ``dtype``) when read."""
+
+    def __init__(self, base, rows, dtype):
+        self.data = base.data
+        self.base = base
+        self.rows = np.asarray(rows, dtype=np.intp)
+        self.shape = (len(self.rows), base.shape[1])
+        self.dtype = np.dtype(dtype)
+        self._row_norms_sq = None
+
+    def _read_rows(self, idx):
+        return self.base.gather(self.rows[idx])
+
+    def _read_slice(self, start, stop):
+        return self.base.gather(self.rows[start:stop])
 
     def release(self):
         self.base.release()

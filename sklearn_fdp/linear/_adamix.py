@@ -1,23 +1,9 @@
 """AdaMixClassifier: few public records, many private ones (AdaMix).
 
-The private phase is full-batch noisy gradient descent run by the one engine
-loop (:func:`sklearn_fdp._engine.run_dp_sgd` with ``sampling_rate=1``). What
-AdaMix adds lives in the oracles below: at every step the public per-example
-gradients give a subspace ``U_t`` and a clip threshold ``τ_t`` (both free,
-they depend on public records and the released iterate only); the private
-per-example gradients are projected onto ``U_t``, clipped to ``τ_t``, summed,
-and noised with ``N(0, σ² τ_t² I_k)`` through the engine's ``noise_fn``.
-
-With ``subspace="feature"`` and the full rank (the defaults) the subspace is
-the row space of the public inputs at every step (the residual weights
-``‖r_j‖`` are positive), so its basis and the private coordinates are
-computed once per fit.
-
-Per-example gradients of a linear model are outer products ``g_i = x~_i r_iᵀ``,
-so the inner product of two of them is ``(x~_i·x~_j)(r_i·r_j)``. With few
-public records the subspace is computed from the ``n_pub × n_pub`` Gram
-matrix of the public gradients and private coordinates from the
-``n_pub × n`` public/private Gram matrix: no ``n × d × k`` tensor is built.
+The estimator validates, plans and stores; the mechanism (public
+pretraining, the calibration of the number of steps, the oracle of the
+private phase, the per-instance figures) lives in
+:mod:`sklearn_fdp._mechanisms.adamix`.
 """
 
 import math
@@ -25,20 +11,14 @@ import sys
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.special import expit, softmax
 from sklearn.utils.validation import check_is_fitted
 
 from .. import accounting
-from .._engine import EngineConfig, LinearLoss, run_dp_sgd
-from .. import _outofcore
-from .._outofcore import (
-    block_bounds,
-    is_row_source,
-    row_block_size,
-    should_stream,
-    validate_row_source,
-)
-from .._random import NOISE_OPTIONS, spawn_generators
+from .._docs import fill_doc
+from .._mechanisms import adamix
+from .._outofcore import should_stream, validate_row_source
+from .._plan import PrivacyPlan
+from .._random import NOISE_OPTIONS
 from .._validation import (
     DELTA_CONSTRAINT,
     Interval,
@@ -50,462 +30,22 @@ from .._validation import (
     encode_labels,
     validate_numeric_data,
 )
-from ..exceptions import BudgetExceededError
-from ._base import BaseDPLinearClassifier
+from ._base import BaseDPLinearClassifier, n_outputs_of
 
-# Streams spawned from random_state, in this order.
-_NOISE, _SAMPLE = range(2)
 
-# Precompute the public x private Gram matrix of the inputs up to this many
-# entries (8 bytes each); above it, recompute it at every step.
-_MAX_CROSS_GRAM = 4e7
+def _validated(est, X, y, *, reset):
+    """``(X, y)``: the training data, X as float64 (or an out-of-core source)."""
+    if should_stream(X):
+        # A large numpy.memmap / dask array: checked in chunks; every step
+        # reads the private records block by block (sklearn_fdp._outofcore).
+        return validate_row_source(est, X, y, reset=reset)
+    X, y = validate_numeric_data(est, X, y, dtype=[np.float64, np.float32], order="C",
+                                 y_numeric=False, reset=reset)
+    check_row_norms_finite(X, type(est).__name__)
+    return np.asarray(X, dtype=np.float64), y
 
-# Eigenvalues of the public gradient Gram matrix below this fraction of the
-# largest are treated as zero (their directions are numerically undefined).
-_RANK_TOL = 1e-10
 
-# Upper bound on the number of noisy steps the calibration will return.
-_MAX_STEPS = 10**6
-
-# learning_rate="auto" of the private phase is this multiple of 1/β, the
-# inverse of a worst-case smoothness bound of the averaged log loss (loose
-# away from p = 1/2). Chosen from validation splits of the training parts of
-# digits and MNIST-8k (5 public records per class, ε in {1, 3, 8}, σ = 20):
-# 4/β beat 1/β by 1-7 points for every variant; see benchmarks/bench_adamix.py.
-_AUTO_LR_FACTOR = 4.0
-
-
-def _residual(Z, y):
-    """Residual ``r`` of the log loss (so that ``g_i = x~_i r_iᵀ``)."""
-    if Z.shape[1] == 1:
-        return (expit(Z[:, 0]) - y)[:, None]
-    R = softmax(Z, axis=1)
-    R[np.arange(len(y)), y] -= 1.0
-    return R
-
-
-class _PrivateRows:
-    """The private records of an AdaMix fit, read in blocks of rows.
-
-    Every pass over the private records (one per step) goes block by block,
-    in memory as out of core, with the same blocks (about
-    :data:`~sklearn_fdp._outofcore.CHUNK_BYTES` of float64 rows each), so
-    the per-step sums are the same bit for bit either way.
-
-    Parameters
-    ----------
-    X : ndarray or RowSource
-        The private records (a float64 ndarray, ``rows=None``), or an
-        out-of-core source of all records.
-    rows : ndarray of int or None
-        Sorted indices of the private records in the source.
-    """
-
-    def __init__(self, X, rows=None):
-        self.X = X
-        self.rows = None if rows is None else np.asarray(rows, dtype=np.intp)
-        n = X.shape[0] if rows is None else len(self.rows)
-        self.shape = (int(n), int(X.shape[1]))
-        self.out_of_core = rows is not None
-        self.bounds = list(block_bounds(n, row_block_size(X.shape[1], 8)))
-
-    def __len__(self):
-        return self.shape[0]
-
-    def blocks(self):
-        """Yield ``(j, start, stop, rows)``: block ``j``, private records ``start:stop``."""
-        for j, (a, b) in enumerate(self.bounds):
-            if self.rows is None:
-                yield j, a, b, self.X[a:b]
-            else:
-                yield j, a, b, np.asarray(self.X.gather(self.rows[a:b]), dtype=np.float64)
-
-
-class _AdaMixOracle:
-    """Private sum and public gradient of one AdaMix step (full batch).
-
-    ``__call__`` is the engine's private oracle: the sum over the private
-    records of their per-example gradients, projected onto the public
-    subspace (``projection=True``) and clipped to ``τ_t``; ``noise`` draws the
-    matching Gaussian noise; ``public_gradient`` is the engine's public
-    oracle. Set-up and per-step statistics (``τ_t``, ``U_t``, the noise
-    dimension) are computed from the public records and the current iterate
-    only; the private records enter the clipped sum and nothing else. The
-    oracle keeps nothing per private record: :meth:`release` is the step's
-    pre-noise release (what the sensitivity harness checks) and
-    :meth:`sensitivities` the per-record figures that
-    ``AdaMixClassifier.per_instance_epsilon`` recomputes on request.
-
-    Parameters
-    ----------
-    X_priv, y_priv, X_pub, y_pub : ndarray
-        Private and public records (``y`` encoded as :class:`LinearLoss`
-        expects for the log loss). ``X_priv`` may also be a
-        :class:`_PrivateRows` (private records read from disk block by block
-        at every step).
-    n_outputs : int
-        Columns ``K`` of the parameter matrix.
-    fit_intercept : bool
-    noise_multiplier : float
-        σ; noise std is ``σ τ_t``.
-    subspace_dim : int or None
-        ``k``; None keeps every direction the public gradients span.
-    clip_percentile : float
-        Percentile of the public per-example gradient norms giving ``τ_t``.
-    projection, adaptive_clipping : bool
-    max_grad_norm : float
-        ``τ`` when ``adaptive_clipping`` is False.
-    n_total : int
-        ``n_pub + n_priv``: the public gradient is divided by it (and the
-        engine divides the private sum by ``n_priv`` and scales it by
-        ``alpha = n_priv / n_total``).
-    l2_regularization : float
-        λ of the pull ``λ (θ − θ_ref)``.
-    theta_ref : ndarray
-        Publicly pretrained parameters.
-    """
-
-    def __init__(self, X_priv, y_priv, X_pub, y_pub, n_outputs, fit_intercept,
-                 noise_multiplier, subspace_dim, clip_percentile, projection,
-                 adaptive_clipping, max_grad_norm, n_total, l2_regularization, theta_ref,
-                 subspace="gradient"):
-        self.X_priv, self.y_priv = X_priv, y_priv
-        self.X_pub, self.y_pub = X_pub, y_pub
-        self.n_outputs = int(n_outputs)
-        self.fit_intercept = bool(fit_intercept)
-        self.sigma = float(noise_multiplier)
-        self.subspace_dim = subspace_dim
-        self.clip_percentile = float(clip_percentile)
-        self.projection = bool(projection)
-        self.adaptive_clipping = bool(adaptive_clipping)
-        self.max_grad_norm = float(max_grad_norm)
-        self.n_total = int(n_total)
-        self.l2_regularization = float(l2_regularization)
-        self.theta_ref = theta_ref
-        self.subspace = subspace
-        self.n_features = X_priv.shape[1]
-        self._priv = (X_priv if isinstance(X_priv, _PrivateRows)
-                      else _PrivateRows(np.ascontiguousarray(X_priv, dtype=np.float64)))
-        icpt = 1.0 if fit_intercept else 0.0
-        self.xn_priv = np.empty(len(X_priv))
-        for _, a, b, Xb in self._priv.blocks():
-            self.xn_priv[a:b] = np.sqrt(np.einsum("ij,ij->i", Xb, Xb) + icpt)
-        self.xn_pub = np.sqrt(np.einsum("ij,ij->i", X_pub, X_pub) + icpt)
-        n_pub, n_priv = len(X_pub), len(X_priv)
-        n_rows = self.n_features + int(fit_intercept)
-        # Out of core, per-record caches (the public x private Gram matrix, the
-        # private coordinates of a fixed subspace) are kept only when they are
-        # as small as one chunk of rows; otherwise they are recomputed block by
-        # block at every step (the same values).
-        cache_limit = (_outofcore.CHUNK_BYTES / 8 if self._priv.out_of_core else np.inf)
-        # Route: n_pub x n_pub Gram matrices when there are fewer public records
-        # than dimensions of the space the subspace lives in, else explicit bases.
-        self.use_gram = n_pub <= (n_rows * self.n_outputs if subspace == "gradient" else n_rows)
-        self.cross_gram = None  # per private block, when precomputed
-        # Full-rank feature subspace: the residual weights ‖r_j‖ are positive,
-        # so the span of the weighted public rows is the row space of X~_pub at
-        # every step. Its basis (and, when they fit, the private coordinates)
-        # are computed once.
-        self._fixed_V = self._fixed_Q = None
-        self._fixed_full = False
-        if self.projection and subspace == "feature" and subspace_dim is None and n_pub:
-            _, sv, Vt = np.linalg.svd(self._xt(X_pub), full_matrices=False)
-            rank = int(np.sum(sv**2 > _RANK_TOL * sv[0] ** 2)) if sv[0] > 0 else 0
-            if rank == n_rows:
-                self._fixed_full = True
-            else:
-                self._fixed_V = np.ascontiguousarray(Vt[:rank].T)
-                if n_priv * rank <= cache_limit:
-                    self._fixed_Q = [self._xt(Xb) @ self._fixed_V
-                                     for _, _, _, Xb in self._priv.blocks()]
-        if (self.projection and self.use_gram and self._fixed_V is None and not self._fixed_full
-                and n_pub * n_priv <= min(_MAX_CROSS_GRAM, cache_limit)):
-            self.cross_gram = [self._x_cross(Xb) for _, _, _, Xb in self._priv.blocks()]
-        # Per-step state; ``iterates`` (set by the caller) records every θ_t.
-        self.iterates = None
-        self.tau_history = []
-        self.rank_history = []
-        self._tau = 0.0
-        self._map_back = None
-        self._n_dims = 0
-        self._theta_shape = theta_ref.shape
-
-    # -- helpers -------------------------------------------------------------
-
-    def _x_cross(self, X_block):
-        """``X~_pub X~_blockᵀ``: public x private inner products of the inputs."""
-        K = self.X_pub @ X_block.T
-        if self.fit_intercept:
-            K += 1.0
-        return K
-
-    def _cross(self, j, X_block):
-        """:meth:`_x_cross` of private block ``j`` (precomputed when it fits)."""
-        return self.cross_gram[j] if self.cross_gram is not None else self._x_cross(X_block)
-
-    def _decision(self, X, theta):
-        Z = X @ theta[: self.n_features]
-        if self.fit_intercept:
-            Z += theta[self.n_features]
-        return Z
-
-    def _outer_sum(self, X, R):
-        """``Σ_i x~_i r_iᵀ`` as a parameter-shaped array."""
-        out = np.empty(self._theta_shape)
-        out[: self.n_features] = X.T @ R
-        if self.fit_intercept:
-            out[self.n_features] = R.sum(axis=0)
-        return out
-
-    def _tau_of(self, pub_norms):
-        if not self.adaptive_clipping:
-            return self.max_grad_norm
-        return float(np.percentile(pub_norms, self.clip_percentile))
-
-    def _eig_top(self, gram):
-        """Eigenpairs of a PSD Gram matrix, descending, truncated to the numerical rank and k."""
-        evals, evecs = np.linalg.eigh(gram)
-        evals, evecs = evals[::-1], evecs[:, ::-1]
-        top = evals[0] if len(evals) else 0.0
-        rank = int(np.sum(evals > _RANK_TOL * top)) if top > 0 else 0
-        k = rank if self.subspace_dim is None else min(int(self.subspace_dim), rank)
-        return evals[:k], evecs[:, :k], k
-
-    def _gradient_subspace(self, R_pub):
-        """Top-k right singular subspace of the flattened public gradients ``G``.
-
-        Returns ``(coords, back, k)``: ``coords(j, X_block, R_block)`` gives
-        the coordinates ``U_tᵀ g_i`` of private block ``j`` (one row per
-        record), and ``back(s) = U_t s`` as a parameter-shaped array;
-        ``coords`` and ``back`` are None when ``U_t`` is everything.
-        """
-        X_pub = self.X_pub
-        if self.use_gram:
-            # G Gᵀ = (X~ X~ᵀ) ⊙ (R Rᵀ) = A S² Aᵀ, and U = Gᵀ A S⁻¹.
-            gram = X_pub @ X_pub.T
-            if self.fit_intercept:
-                gram += 1.0
-            gram *= R_pub @ R_pub.T
-            evals, evecs, k = self._eig_top(gram)
-            A = evecs / np.sqrt(evals)  # A S⁻¹, (n_pub, k)
-
-            def coords(j, X_block, R):
-                # <g_j, g_i> -> U_tᵀ g_i
-                return (A.T @ (self._cross(j, X_block) * (R_pub @ R.T))).T
-
-            def back(s):
-                return self._outer_sum(X_pub, R_pub * (A @ s)[:, None])
-        else:
-            G = np.einsum("ia,ib->iab", self._xt(X_pub), R_pub).reshape(len(X_pub), -1)
-            _, U, k = self._eig_top(G.T @ G)
-            if k == G.shape[1]:  # the public gradients span everything: U Uᵀ = I
-                return None, None, k
-            n_rows = self.n_features + int(self.fit_intercept)
-
-            def coords(j, X_block, R):
-                XU = self._xt(X_block) @ U.reshape(n_rows, -1)
-                return np.einsum("nbj,nb->nj", XU.reshape(len(R), self.n_outputs, k), R)
-
-            def back(s):
-                return (U @ s).reshape(self._theta_shape)
-        return coords, back, k
-
-    def _feature_subspace(self, R_pub):
-        """Top-k left singular subspace ``V_t`` of the public gradients as matrices.
-
-        The public gradients ``x~_j r_jᵀ`` span, on the input side, the
-        column space of ``M = Σ_j ‖r_j‖² x~_j x~_jᵀ``. A private gradient is
-        projected as ``V_t V_tᵀ x~_i r_iᵀ`` (coordinates ``V_tᵀ x~_i r_iᵀ``,
-        ``k x K``). Returns ``(coords, back, k)`` with ``coords(j, X_block)``
-        the coordinates ``V_tᵀ x~_i`` of private block ``j`` (one row per
-        record) and ``back(S) = V_t S`` for a ``(k, K)`` S; ``coords`` and
-        ``back`` are None when ``V_t`` is everything.
-        """
-        if self._fixed_full:
-            return None, None, self.n_features + int(self.fit_intercept)
-        if self._fixed_V is not None:
-            V = self._fixed_V
-
-            def back_fixed(S):
-                return V @ S
-
-            def coords_fixed(j, X_block):
-                return self._fixed_Q[j] if self._fixed_Q is not None else self._xt(X_block) @ V
-
-            return coords_fixed, back_fixed, V.shape[1]
-        X_pub = self.X_pub
-        w = np.linalg.norm(R_pub, axis=1)
-        if self.use_gram:
-            # (W X~)(W X~)ᵀ with W = diag(‖r_j‖) = A S² Aᵀ, and V = X~ᵀ W A S⁻¹.
-            gram = X_pub @ X_pub.T
-            if self.fit_intercept:
-                gram += 1.0
-            gram *= np.outer(w, w)
-            evals, evecs, k = self._eig_top(gram)
-            A = (evecs / np.sqrt(evals)) * w[:, None]  # W A S⁻¹, (n_pub, k)
-
-            def coords(j, X_block):
-                return (A.T @ self._cross(j, X_block)).T
-
-            def back(S):
-                return self._outer_sum(X_pub, A @ S)
-        else:
-            Xt = self._xt(X_pub) * w[:, None]
-            _, V, k = self._eig_top(Xt.T @ Xt)
-            if k == Xt.shape[1]:  # V Vᵀ = I
-                return None, None, k
-
-            def coords(j, X_block):
-                return self._xt(X_block) @ V
-
-            def back(S):
-                return V @ S
-        return coords, back, k
-
-    def _xt(self, X):
-        if not self.fit_intercept:
-            return X
-        return np.hstack([X, np.ones((len(X), 1))])
-
-    # -- engine callbacks ----------------------------------------------------
-
-    def _step(self, theta):
-        """Public statistics, and the private coordinates block by block, at ``theta``.
-
-        Returns ``(tau, n_dims, back, block)``. ``tau`` (τ_t), ``n_dims``
-        (dimension of the noise) and ``back`` (flat coordinates ->
-        parameter-shaped array; None: the identity, i.e. a reshape) depend on
-        the public records and ``theta`` only. ``block(j, a, b, X_block)``
-        for private block ``j`` (records ``a:b``) returns
-        ``(norms, coord_sum)``: ``norms[i]`` is the norm of the block's
-        record i's coordinates ``U_tᵀ g_i`` and ``coord_sum(scale)`` is
-        ``Σ_i scale_i U_tᵀ g_i`` over the block, a flat array of ``n_dims``
-        entries.
-        """
-        R_pub = _residual(self._decision(self.X_pub, theta), self.y_pub)
-        pub_norms = self.xn_pub * np.linalg.norm(R_pub, axis=1)
-        tau = self._tau_of(pub_norms) if len(pub_norms) or not self.adaptive_clipping else 0.0
-
-        def residual(a, b, X_block):
-            return _residual(self._decision(X_block, theta), self.y_priv[a:b])
-
-        if self.projection and self.subspace == "gradient":
-            coords, back, k = self._gradient_subspace(R_pub)
-            if back is not None:
-                def block(j, a, b, X_block):
-                    P = coords(j, X_block, residual(a, b, X_block))
-                    return np.linalg.norm(P, axis=1), lambda scale: P.T @ scale
-
-                return tau, k, back, block
-        elif self.projection:
-            coords, back_matrix, k = self._feature_subspace(R_pub)
-            if back_matrix is not None:
-                K = self.n_outputs
-
-                def back(z):
-                    return back_matrix(z.reshape(k, K))
-
-                def block(j, a, b, X_block):
-                    Q, R = coords(j, X_block), residual(a, b, X_block)
-                    norms = np.linalg.norm(Q, axis=1) * np.linalg.norm(R, axis=1)
-                    return norms, lambda scale: (Q.T @ (R * scale[:, None])).ravel()
-
-                return tau, k * K, back, block
-        # No projection, or a full-rank subspace (the identity).
-
-        def block(j, a, b, X_block):
-            R = residual(a, b, X_block)
-            norms = self.xn_priv[a:b] * np.linalg.norm(R, axis=1)
-            return norms, lambda scale: self._outer_sum(X_block, R * scale[:, None]).ravel()
-
-        return tau, theta.size, None, block
-
-    @staticmethod
-    def _clip_scale(norms, tau):
-        """Factors ``min(1, τ / ‖U_tᵀ g_i‖)``; zeros when ``τ = 0`` (nothing released)."""
-        if tau > 0:
-            with np.errstate(over="ignore"):  # τ / tiny = inf for a zero gradient: factor 1
-                return np.minimum(1.0, tau / np.maximum(norms, np.finfo(np.float64).tiny))
-        return np.zeros_like(norms)
-
-    def release(self, theta):
-        """The step's pre-noise release ``Σ_i clip(U_tᵀ g_i, τ_t)`` in the noise's coordinates.
-
-        Returns ``(coords, tau, n_dims, back)``: ``coords`` is a flat array of
-        ``n_dims`` entries to which :meth:`noise` adds ``N(0, σ² τ_t² I)``;
-        ``back`` maps coordinates to the parameter shape (None: a reshape).
-        Removing one private record moves ``coords`` by at most ``τ_t``.
-        """
-        tau, n_dims, back, block = self._step(theta)
-        total = None
-        # One pass over the private records, block by block; the blocks' sums
-        # are added in order.
-        for j, a, b, X_block in self._priv.blocks():
-            norms, coord_sum = block(j, a, b, X_block)
-            part = coord_sum(self._clip_scale(norms, tau))
-            total = part if total is None else total + part
-        return total, tau, n_dims, back
-
-    def sensitivities(self, theta):
-        """``(τ_t, n_dims, s)`` with ``s_i = min(‖U_tᵀ g_i‖, τ_t)² / τ_t²`` (0 when τ_t = 0).
-
-        Computed from the private records in the clear: the per-instance
-        report's input, never stored on a fitted estimator.
-        """
-        tau, n_dims, _, block = self._step(theta)
-        norms = np.concatenate([block(*args)[0] for args in self._priv.blocks()])
-        scale = self._clip_scale(norms, tau)
-        sens = (norms * scale / tau) ** 2 if tau > 0 else np.zeros_like(norms)
-        return tau, n_dims, sens
-
-    def __call__(self, idx, theta):
-        """Clipped (projected) sum over all private records (``idx`` is all of them)."""
-        if self.iterates is not None:
-            self.iterates[len(self.tau_history)] = theta
-        coords, tau, n_dims, back = self.release(theta)
-        self.tau_history.append(tau)
-        self.rank_history.append(n_dims)
-        self._tau, self._n_dims = tau, n_dims
-        self._map_back = back
-        if back is None:
-            return coords.reshape(self._theta_shape)
-        return back(coords)
-
-    def noise(self, rng):
-        """``N(0, σ² τ_t² I_k)`` in the step's subspace, mapped back (or isotropic)."""
-        std = self.sigma * self._tau
-        if self._map_back is not None:
-            return self._map_back(std * rng.standard_normal(self._n_dims))
-        return std * rng.standard_normal(self._theta_shape)
-
-    def public_gradient(self, theta):
-        """Public gradient divided by ``n_total``, plus ``λ (θ − θ_ref)``."""
-        grad = np.zeros(self._theta_shape)
-        if len(self.X_pub):
-            R_pub = _residual(self._decision(self.X_pub, theta), self.y_pub)
-            grad = self._outer_sum(self.X_pub, R_pub) / self.n_total
-        if self.l2_regularization:
-            grad += self.l2_regularization * (theta - self.theta_ref)
-        return grad
-
-
-def _rows(X, mask):
-    """``X[mask]`` as a float64 ndarray, for an ndarray or an out-of-core source."""
-    if is_row_source(X):
-        return np.asarray(X.gather(np.flatnonzero(mask)), dtype=np.float64)
-    return X[mask]
-
-
-class _InverseTimeConfig(EngineConfig):
-    """Engine settings with Algorithm 3's step size ``η_t = 2 / (λ (t + 1))``.
-
-    ``t`` is 1-based in the supplement; the engine's ``t`` is 0-based.
-    """
-
-    def step_size(self, t):
-        return 2.0 / (self.learning_rate * (t + 2))
-
-
+@fill_doc
 class AdaMixClassifier(BaseDPLinearClassifier):
     """Logistic / softmax regression from a few public and many private records (AdaMix).
 
@@ -604,8 +144,7 @@ class AdaMixClassifier(BaseDPLinearClassifier):
         Alg. 3 on the summed loss with λ n; the pretraining is the same GD as
         above (Alg. 3's one-pass SGD only serves its proof), and there is no
         projection onto a constraint set.
-    fit_intercept : bool, default=True
-        Fit an intercept; it is part of every per-example gradient.
+    [[fit_intercept]]
     random_state : int, RandomState instance or None, default=None
         Seeds the noise; a fixed value reproduces ``coef_``.
     noise : {"default", "secure"}, default="default"
@@ -624,13 +163,7 @@ class AdaMixClassifier(BaseDPLinearClassifier):
         of the noisy steps, covered by ``epsilon_`` like ``coef_``.
     verbose : int, default=0
         Print the number of steps and the ε spent.
-    classes : array-like of shape (n_classes,) or None, default=None
-        Every label the task can have, a public list chosen without looking
-        at ``y``; ``classes_`` is then this list (sorted) whatever ``y``
-        holds, and a label of ``y`` outside it raises ``ValueError``. None:
-        ``classes_`` is read from ``y`` and is not private (a label seen
-        once, or missing, shows in it); give ``classes`` whenever the label
-        is protected and some class may be rare.
+    [[classes]]
 
     Attributes
     ----------
@@ -651,15 +184,12 @@ class AdaMixClassifier(BaseDPLinearClassifier):
         Whether projection ran (False when there were no public records).
     adaptive_clipping_ : bool
         Whether adaptive clipping ran.
-    epsilon_ : float
-        ε spent at ``delta_`` (≤ ``epsilon``).
-    delta_ : float
+    [[epsilon_]]
+    [[delta_]]
     noise_multiplier_ : float
         σ used.
-    steps_ : int
-        Number of noisy steps ``T``.
-    n_iter_ : int
-        Same as ``steps_``.
+    [[steps_]]
+    [[n_iter_]]
     learning_rate_ : float
         Step size of the private phase (λ for ``variant="theory"``'s
         ``2 / (λ (t + 1))``).
@@ -667,6 +197,7 @@ class AdaMixClassifier(BaseDPLinearClassifier):
         ``"pld"``: dp-accounting's privacy-loss-distribution accountant.
     dp_event_ : dp_accounting.DpEvent
         ``SelfComposedDpEvent(GaussianDpEvent(σ), T)``, for re-accounting.
+    [[privacy_plan_]]
     clip_thresholds_ : ndarray of shape (steps_,)
         ``τ_t`` of every step (depends on public data and iterates only).
     subspace_dims_ : ndarray of shape (steps_,)
@@ -748,8 +279,6 @@ class AdaMixClassifier(BaseDPLinearClassifier):
         "classes": ["array-like", None],
     }
 
-    _accept_sparse = False
-
     def __init__(
         self,
         *,
@@ -795,139 +324,6 @@ class AdaMixClassifier(BaseDPLinearClassifier):
         self.verbose = verbose
         self.classes = classes
 
-    # -- helpers -------------------------------------------------------------
-
-    def _loss_name(self):
-        return "log_loss"
-
-    def _check_public_mask(self, public_mask, n_samples):
-        name = type(self).__name__
-        if public_mask is None:
-            return np.zeros(n_samples, dtype=bool)
-        mask = np.asarray(public_mask)
-        if mask.dtype != bool:
-            raise ValueError(
-                f"`public_mask` of {name}.fit must be a boolean array (True = public "
-                f"record), got dtype {mask.dtype} (first values {mask.ravel()[:5]!r}). "
-                "Pass e.g. `public_mask=np.asarray(flags, dtype=bool)` or "
-                "`public_mask=(source == 'public')`."
-            )
-        if mask.ndim != 1 or len(mask) != n_samples:
-            raise ValueError(
-                f"`public_mask` of {name}.fit must have one entry per row of X "
-                f"({n_samples}), got shape {mask.shape}. Align it with X (in a "
-                "Pipeline or GridSearchCV, request it with "
-                "set_fit_request(public_mask=True) so it is split with X)."
-            )
-        n_pub = int(mask.sum())
-        if n_pub == n_samples:
-            raise ValueError(
-                f"`public_mask` of {name}.fit marks all {n_samples} records public: "
-                "nothing is private. Use a non-private estimator (e.g. "
-                "sklearn.linear_model.LogisticRegression), or mark the private records False."
-            )
-        if n_pub == 0 and self.variant == "practical" and (
-                self.projection or self.adaptive_clipping):
-            raise ValueError(
-                f"`public_mask` of {name}.fit marks no record public, but "
-                f"projection={self.projection!r} and adaptive_clipping="
-                f"{self.adaptive_clipping!r} need public records (their gradients give "
-                "the subspace and the clip threshold). Mark some records public, or set "
-                "projection=False and adaptive_clipping=False (NoisyGD), or pass "
-                "public_mask=None."
-            )
-        return mask
-
-    def _calibrate_steps(self, sigma):
-        """Largest T with PLD ε(T Gaussian(σ) steps) ≤ epsilon, and its ε.
-
-        The composition of T Gaussian mechanisms is exactly the Gaussian
-        mechanism with noise multiplier ``σ / sqrt(T)`` (GDP, Lemma 8), so
-        the exact T is found by bisection on the analytic Gaussian ε; it is
-        then checked (and lowered if needed) with dp-accounting's PLD
-        accountant, which is what ``epsilon_`` reports.
-        """
-        delta, target = float(self.delta), float(self.epsilon)
-
-        def exact(T):
-            return accounting.gaussian_epsilon(sigma / math.sqrt(T), delta)
-
-        def pld(T):
-            return accounting.epsilon_of_event(accounting.dpsgd_event(sigma, 1.0, T), delta,
-                                               accountant="pld")
-
-        if exact(1) > target:
-            sigma_min = accounting.gaussian_noise_multiplier(target, delta)
-            raise BudgetExceededError(
-                f"{type(self).__name__}: even one step with noise_multiplier={sigma!r} "
-                f"spends ε = {exact(1):.4g} > epsilon = {self.epsilon!r} at delta = "
-                f"{self.delta!r}. Use noise_multiplier >= {sigma_min:.4g} (larger is "
-                "better: more, noisier steps) or a larger epsilon."
-            )
-        lo, hi = 1, 2
-        while exact(hi) <= target:
-            lo, hi = hi, hi * 2
-            if hi > _MAX_STEPS:
-                raise BudgetExceededError(
-                    f"{type(self).__name__}: epsilon={self.epsilon!r} with "
-                    f"noise_multiplier={sigma!r} allows more than {_MAX_STEPS} steps. "
-                    "Use a smaller noise_multiplier."
-                )
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if exact(mid) <= target:
-                lo = mid
-            else:
-                hi = mid
-        steps = lo
-        spent = pld(steps)
-        while spent > target and steps > 1:  # PLD is pessimistic by ~1e-9
-            steps -= 1
-            spent = pld(steps)
-        if spent > target:  # pragma: no cover - defensive
-            raise BudgetExceededError(
-                f"{type(self).__name__}: one step spends ε = {spent:.4g} > epsilon = "
-                f"{self.epsilon!r}. Raise noise_multiplier."
-            )
-        return steps, spent
-
-    def _smoothness(self, X_pub, n_outputs):
-        """β = c max_j ‖x~_j‖² + λ over the public rows (c = 1/4 binary, 1/2 softmax)."""
-        icpt = 1.0 if self.fit_intercept else 0.0
-        if len(X_pub):
-            max_sq = float(np.max(np.einsum("ij,ij->i", X_pub, X_pub))) + icpt
-        else:
-            max_sq = 1.0 + icpt  # rows of norm <= 1 assumed
-        curvature = 0.25 if n_outputs == 1 else 0.5
-        return curvature * max_sq + self.l2_regularization
-
-    def _auto_learning_rate(self, X_pub, n_outputs):
-        """Step size of the private phase for ``learning_rate="auto"``: ``_AUTO_LR_FACTOR / β``."""
-        return _AUTO_LR_FACTOR / self._smoothness(X_pub, n_outputs)
-
-    def _pretrain(self, X_pub, y_pub, theta0, learning_rate):
-        """Noise-free full-batch GD on the public records (free)."""
-        if len(X_pub) == 0 or self.public_epochs == 0:
-            return theta0
-        oracle = _AdaMixOracle(
-            X_pub[:0], y_pub[:0], X_pub, y_pub, theta0.shape[1], self.fit_intercept, 0.0,
-            None, 100.0, False, False, 1.0, len(X_pub), 0.0, theta0,
-        )
-        config = EngineConfig(
-            steps=int(self.public_epochs),
-            sampling_rate=1.0,
-            noise_multiplier=0.0,
-            max_grad_norm=np.inf,
-            learning_rate=learning_rate,
-            alpha=0.0,
-        )
-        rng = np.random.default_rng(0)  # unused: no private data, no noise
-        result = run_dp_sgd(
-            theta0, lambda idx, theta: np.zeros_like(theta), 1, config,
-            sample_rng=rng, noise_rng=rng, public_oracle=oracle.public_gradient,
-        )
-        return result.theta
-
     # -- fit -----------------------------------------------------------------
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -955,149 +351,140 @@ class AdaMixClassifier(BaseDPLinearClassifier):
         self : AdaMixClassifier
         """
         name = type(self).__name__
-        X, y = self._validate_training_data(X, y, reset=True)
+        X, y = _validated(self, X, y, reset=True)
         classes, y_index = encode_labels(self, y, self.classes)
-        n_samples, n_features = X.shape
-        mask = self._check_public_mask(public_mask, n_samples)
-        theory = self.variant == "theory"
-        if theory and self.l2_regularization <= 0:
-            raise ValueError(
-                f"variant='theory' of {name} needs l2_regularization > 0 (its step size "
-                f"is 2 / (λ (t + 1))), got {self.l2_regularization!r}. Use e.g. 1e-2."
-            )
-        n_pub = int(mask.sum())
-        n_priv = n_samples - n_pub
-        check_delta_vs_n(self.delta, n_priv, name, stacklevel=4)
-
-        n_outputs = 1 if len(classes) == 2 else len(classes)
-        loss = LinearLoss("log_loss", n_outputs)
-        y_enc = loss.encode(y_index)
-        X_pub, y_pub = _rows(X, mask), y_enc[mask]
-        sigma = float(self.noise_multiplier)
-        steps, spent = self._calibrate_steps(sigma)
-
-        n_rows = n_features + int(self.fit_intercept)
-        theta0 = np.zeros((n_rows, n_outputs))
-        lr = (self._auto_learning_rate(X_pub, n_outputs) if self.learning_rate == "auto"
-              else float(self.learning_rate))
-        # Pretraining is plain GD on the public loss: 1/β is a safe step for it.
-        theta_ref = self._pretrain(X_pub, y_pub, theta0,
-                                   1.0 / self._smoothness(X_pub, n_outputs))
-
-        projection = bool(self.projection and n_pub > 0 and not theory)
-        adaptive = bool(self.adaptive_clipping and n_pub > 0 and not theory)
-        oracle = self._make_oracle(X, y_enc, mask, n_outputs, theta_ref, projection, adaptive)
-        if self.store_iterates:
-            oracle.iterates = np.empty((steps,) + theta_ref.shape)
-        gens = spawn_generators(self.random_state, 2, noise=self.noise)
-        common = dict(steps=steps, sampling_rate=1.0, noise_multiplier=sigma,
-                      max_grad_norm=self.max_grad_norm, alpha=n_priv / n_samples)
-        callback = None
-        if theory:
-            # Algorithm 3: J(w) = mean loss + λ/2 ‖w − w_ref‖², η_t = 2/(λ(t+1)),
-            # w̄ = Σ_{t=1}^T 2t/(T(T+1)) w_t with w_1 = w_ref (post-processing).
-            lam = float(self.l2_regularization)
-            config = _InverseTimeConfig(learning_rate=lam, l2_regularization=lam, **common)
-            oracle.theta_ref = np.zeros_like(theta_ref)
-            # The engine adds λ v; in coordinates v = w − w_ref that is λ (w − w_ref).
-            # The weights sum to 1, so w̄ = v̄ + w_ref, and v_1 = 0.
-            shift = theta_ref
-            private, public = self._shifted(oracle, shift)
-            start = np.zeros_like(theta_ref)
-            weights_sum = steps * (steps + 1) / 2.0
-            average = np.zeros_like(theta_ref)
-
-            def callback(t, theta):
-                if t + 2 <= steps:  # after the engine's step t (0-based), theta is v_{t+2}
-                    average[...] += theta * ((t + 2) / weights_sum)
-
-            noise_fn = oracle.noise
-        else:
-            config = EngineConfig(learning_rate=lr,
-                                  average_start=steps // 2 if self.average else None, **common)
-            private, public, start, noise_fn, shift = (oracle, oracle.public_gradient,
-                                                       theta_ref, oracle.noise, None)
-        result = run_dp_sgd(
-            start, private, n_priv, config, sample_rng=gens[_SAMPLE], noise_rng=gens[_NOISE],
-            public_oracle=public, noise_fn=noise_fn, callback=callback,
+        mask = self._public_mask(public_mask, X.shape[0])
+        n_public = int(mask.sum())
+        params = self.get_params()
+        variant = adamix.VARIANTS[self.variant]  # the one switch on `variant`
+        variant.check(params, None if public_mask is None else mask, name)
+        check_delta_vs_n(self.delta, X.shape[0] - n_public, name, stacklevel=4)
+        plan = self.privacy_plan(*X.shape, n_public=n_public)
+        release, event = adamix.train(
+            X, y_index, mask, n_outputs_of(classes), variant=variant,
+            steps=plan.details["steps"], noise_multiplier=plan.noise_multiplier,
+            params=params, name=name,
         )
-        theta = result.theta if not theory else average + shift
-        # A check of the released (noisy) iterate and the public model only:
-        # post-processing, no privacy cost. atomic_fit keeps any previous fit.
-        if not (np.all(np.isfinite(theta)) and np.all(np.isfinite(theta_ref))):
-            step = (f"l2_regularization={self.l2_regularization!r} (the step size is "
-                    "2 / (λ (t + 1)))" if theory else f"learning_rate={self.learning_rate!r}")
-            raise ValueError(
-                f"Training of {name} diverged: the weights are not finite, with {step}. "
-                "Lower the step size (learning_rate='auto' takes a safe one from the "
-                "public records) and keep the rows scaled to a data-independent bound "
-                "(e.g. L2 norm <= 1)."
-            )
         if self.verbose:
-            print(f"[{name}] {steps} noisy steps, ε spent {spent:.4g} (δ={self.delta:g}); "
-                  f"{n_pub} public / {n_priv} private records", file=sys.stdout, flush=True)
+            print(f"[{name}] {plan.details['steps']} noisy steps, ε spent {plan.epsilon:.4g} "
+                  f"(δ={self.delta:g}); {n_public} public / {X.shape[0] - n_public} private "
+                  "records", file=sys.stdout, flush=True)
+        self._store(classes, release, event, plan)
+        return self
 
+    def _store(self, classes, release, event, plan):
+        """Set every fitted attribute from the mechanism's release and the fit's plan."""
+        if repr(event) != repr(plan.dp_event):  # pragma: no cover - one source of truth
+            raise RuntimeError(f"{type(self).__name__}: the run spent {event!r}, the plan "
+                               f"said {plan.dp_event!r} (internal error).")
+        theta, theta_ref = release.theta, release.theta_ref
+        n_features, n_outputs = theta.shape[0] - int(self.fit_intercept), theta.shape[1]
+        details = plan.details
         self.classes_ = classes
         self.coef_ = np.ascontiguousarray(theta[:n_features].T)
         self.intercept_ = theta[n_features].copy() if self.fit_intercept else np.zeros(n_outputs)
         self.pretrained_coef_ = np.ascontiguousarray(theta_ref[:n_features].T)
         self.pretrained_intercept_ = (theta_ref[n_features].copy() if self.fit_intercept
                                       else np.zeros(n_outputs))
-        self.n_public_ = n_pub
-        self.n_private_ = n_priv
-        self.projection_ = projection
-        self.adaptive_clipping_ = adaptive
-        self.n_iter_ = steps
-        self.steps_ = steps
-        self.learning_rate_ = float(self.l2_regularization) if theory else lr
-        self.noise_multiplier_ = sigma
-        self.dp_event_ = accounting.dpsgd_event(sigma, 1.0, steps)
-        self.epsilon_ = spent
-        self.delta_ = float(self.delta)
-        self.accountant_ = "pld"
-        self.clip_thresholds_ = np.asarray(oracle.tau_history, dtype=float)
-        self.subspace_dims_ = np.asarray(oracle.rank_history, dtype=int)
+        self.n_public_ = details["n_public"]
+        self.n_private_ = details["n_private"]
+        self.projection_ = release.projection
+        self.adaptive_clipping_ = release.adaptive_clipping
+        self.n_iter_ = details["steps"]
+        self.steps_ = details["steps"]
+        self.learning_rate_ = release.learning_rate
+        self.noise_multiplier_ = plan.noise_multiplier
+        self.dp_event_ = event
+        self.epsilon_ = plan.epsilon
+        self.delta_ = plan.delta
+        self.accountant_ = plan.accountant
+        self.clip_thresholds_ = release.clip_thresholds
+        self.subspace_dims_ = release.subspace_dims
+        self.privacy_plan_ = plan
         # Nothing per private record is kept (issue 16 item 6): drop what an
         # earlier fit, or a model pickled by an older version, may carry.
         for stale in [a for a in vars(self) if a.startswith("per_instance")] + ["iterates_"]:
             self.__dict__.pop(stale, None)
         if self.store_iterates:
-            self.iterates_ = oracle.iterates
-        return self
+            self.iterates_ = release.iterates
 
-    def _validate_training_data(self, X, y, reset):
-        if should_stream(X):
-            # A large numpy.memmap / dask array: checked in chunks; every step
-            # reads the private records block by block (sklearn_fdp._outofcore).
-            return validate_row_source(self, X, y, reset=reset)
-        X, y = validate_numeric_data(self, X, y, dtype=[np.float64, np.float32], order="C",
-                                     y_numeric=False, reset=reset)
-        check_row_norms_finite(X, type(self).__name__)
-        return np.asarray(X, dtype=np.float64), y
+    def privacy_plan(self, n_samples, n_features, *, n_public=0, feature_names=None):
+        """What a fit on ``n_samples`` × ``n_features`` data spends and protects.
 
-    def _make_oracle(self, X, y_enc, mask, n_outputs, theta_ref, projection, adaptive):
-        """The private phase's oracle on the records of ``X`` (``mask``: public)."""
-        theory = self.variant == "theory"
-        subspace_dim = None if self.subspace_dim == "auto" else int(self.subspace_dim)
-        X_priv = (_PrivateRows(X, np.flatnonzero(~mask)) if is_row_source(X) else X[~mask])
-        return _AdaMixOracle(
-            X_priv, y_enc[~mask], _rows(X, mask), y_enc[mask], n_outputs, self.fit_intercept,
-            float(self.noise_multiplier), subspace_dim, self.clip_percentile, projection,
-            adaptive, self.max_grad_norm, len(X), 0.0 if theory else self.l2_regularization,
-            theta_ref, subspace=self.subspace,
+        Computed from public quantities only (the shape, the number of public
+        records and the parameters): the number of noisy steps ``T`` is the
+        largest whose composition spends at most ``epsilon``. ``fit`` runs
+        with the ``T`` and σ it holds and stores it as ``privacy_plan_``.
+
+        Parameters
+        ----------
+        n_samples : int
+            Number of training rows (public and private).
+        n_features : int
+            Number of input columns.
+        n_public : int, default=0
+            Number of public rows (``public_mask.sum()``).
+        feature_names : array-like of str or None, default=None
+            Column names (unused: AdaMix protects whole private records).
+
+        Returns
+        -------
+        plan : PrivacyPlan
+            ``unit="private records"``; ``details`` holds ``steps`` (``T``),
+            ``n_public`` and ``n_private``.
+        """
+        name = type(self).__name__
+        if self.epsilon is None:
+            raise ValueError(
+                f"{name} needs a float epsilon: it calibrates its number of noisy steps T "
+                "to epsilon (for its given noise_multiplier), so epsilon=None is not "
+                "supported. Set epsilon to the budget of one fit."
+            )
+        sigma = float(self.noise_multiplier)
+        n_public, n_private = int(n_public), int(n_samples) - int(n_public)
+        steps, spent = adamix.calibrate_steps(sigma, self.epsilon, self.delta, name)
+        return PrivacyPlan(
+            dp_event=adamix.steps_event(sigma, steps), epsilon=spent, delta=float(self.delta),
+            accountant="pld", unit="private records",
+            description=(f"private records only (features and label of each of the "
+                         f"{n_private} private rows); the {n_public} public rows are "
+                         "not protected"),
+            protected_features=None, label_protected=True, noise_multiplier=sigma,
+            details={"steps": steps, "n_public": n_public, "n_private": n_private},
         )
 
-    @staticmethod
-    def _shifted(oracle, shift):
-        """Oracles in coordinates ``v = w − shift`` (so the engine's λ v is λ (w − w_ref))."""
+    # -- helpers -------------------------------------------------------------
 
-        def private(idx, v):
-            return oracle(idx, v + shift)
+    def _loss_name(self):
+        return "log_loss"
 
-        def public(v):
-            return oracle.public_gradient(v + shift)
-
-        return private, public
+    def _public_mask(self, public_mask, n_samples):
+        """The checked boolean ``public_mask`` (all False for None)."""
+        name = type(self).__name__
+        if public_mask is None:
+            return np.zeros(n_samples, dtype=bool)
+        mask = np.asarray(public_mask)
+        if mask.dtype != bool:
+            raise ValueError(
+                f"`public_mask` of {name}.fit must be a boolean array (True = public "
+                f"record), got dtype {mask.dtype} (first values {mask.ravel()[:5]!r}). "
+                "Pass e.g. `public_mask=np.asarray(flags, dtype=bool)` or "
+                "`public_mask=(source == 'public')`."
+            )
+        if mask.ndim != 1 or len(mask) != n_samples:
+            raise ValueError(
+                f"`public_mask` of {name}.fit must have one entry per row of X "
+                f"({n_samples}), got shape {mask.shape}. Align it with X (in a "
+                "Pipeline or GridSearchCV, request it with "
+                "set_fit_request(public_mask=True) so it is split with X)."
+            )
+        if int(mask.sum()) == n_samples:
+            raise ValueError(
+                f"`public_mask` of {name}.fit marks all {n_samples} records public: "
+                "nothing is private. Use a non-private estimator (e.g. "
+                "sklearn.linear_model.LogisticRegression), or mark the private records False."
+            )
+        return mask
 
     # -- per-instance DP -----------------------------------------------------
 
@@ -1165,8 +552,8 @@ class AdaMixClassifier(BaseDPLinearClassifier):
                 "store_iterates=True (the iterates are post-processing of the noisy steps, "
                 "covered by epsilon_), then pass the training data again."
             )
-        X, y = self._validate_training_data(X, y, reset=False)
-        mask = self._check_public_mask(public_mask, len(X))
+        X, y = _validated(self, X, y, reset=False)
+        mask = self._public_mask(public_mask, len(X))
         if int(mask.sum()) != self.n_public_ or int((~mask).sum()) != self.n_private_:
             raise ValueError(
                 f"{name}.per_instance_epsilon needs the training data of fit: got "
@@ -1174,27 +561,14 @@ class AdaMixClassifier(BaseDPLinearClassifier):
                 f"fit had {self.n_public_} and {self.n_private_}."
             )
         _, y_index = encode_labels(self, y, self.classes_)
-        n_outputs = self.coef_.shape[0]
-        y_enc = LinearLoss("log_loss", n_outputs).encode(y_index)
         theta_ref = np.vstack([self.pretrained_coef_.T, self.pretrained_intercept_[None, :]])
         if not self.fit_intercept:
             theta_ref = theta_ref[:-1]
-        oracle = self._make_oracle(X, y_enc, mask, n_outputs, theta_ref, self.projection_,
-                                   self.adaptive_clipping_)
-        sens_sq = np.zeros(self.n_private_)
-        for t, theta in enumerate(iterates):
-            tau, n_dims, sens = oracle.sensitivities(theta)
-            if (not math.isclose(tau, self.clip_thresholds_[t], rel_tol=1e-9)
-                    or n_dims != self.subspace_dims_[t]):
-                raise ValueError(
-                    f"{name}.per_instance_epsilon: at step {t} the clip threshold and "
-                    f"subspace recomputed from the public records ({tau!r}, {n_dims}) differ "
-                    f"from the fit's ({self.clip_thresholds_[t]!r}, "
-                    f"{self.subspace_dims_[t]}). Pass the X, y and public_mask of fit, "
-                    "and do not change the hyperparameters after fitting."
-                )
-            sens_sq += sens
-        return np.sqrt(sens_sq) / self.noise_multiplier_
+        return adamix.per_instance_mu(
+            X, y_index, mask, theta_ref, iterates, self.clip_thresholds_, self.subspace_dims_,
+            projection=self.projection_, adaptive_clipping=self.adaptive_clipping_,
+            noise_multiplier=self.noise_multiplier_, params=self.get_params(), name=name,
+        )
 
     def plot_per_instance_epsilon(self, X, y, public_mask=None, *, delta=None, ax=None,
                                   label=None, **hist_kwargs):

@@ -17,7 +17,7 @@ from sklearn_fdp.exceptions import PrivacyLeakWarning
 
 torch = pytest.importorskip("torch")
 
-from sklearn_fdp.neural import _mlp  # noqa: E402  (after the torch skip)
+from sklearn_fdp.neural import _alg1, _mlp  # noqa: E402  (after the torch skip)
 
 
 @pytest.fixture(autouse=True)
@@ -102,7 +102,7 @@ def _tiny_trainer(per_example, label_public, public_loss, C, activation="tanh"):
     Y = np.eye(3, dtype=np.float32)[y]
     mask = np.array([True, False, True, False, False])
     module = _mlp._build_module(torch, (5, 4, 3), activation, torch.Generator().manual_seed(0))
-    return _mlp._Trainer(torch, module, X, Y, mask, label_public, public_loss, "cpu", C,
+    return _alg1.Trainer(torch, module, X, Y, mask, label_public, public_loss, "cpu", C,
                          activation, per_example), X, y, mask
 
 
@@ -209,14 +209,14 @@ def test_public_batches_do_not_follow_private_sampler(data, monkeypatch):
     """The public stream is separate: changing the Poisson rate leaves its batches unchanged."""
     X, y = data
     seen = {}
-    original = _mlp.UniformSampler.sample
+    original = _alg1.UniformSampler.sample
 
     def spy(self):
         out = original(self)
         seen.setdefault(id(self.rng), []).append(out.copy())
         return out
 
-    monkeypatch.setattr(_mlp.UniformSampler, "sample", spy)
+    monkeypatch.setattr(_alg1.UniformSampler, "sample", spy)
     runs = []
     for bs in (40, 41):  # different Poisson rates, same public batch size
         seen.clear()

@@ -31,7 +31,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sklearn_fdp import AdaMixClassifier, accounting
-from sklearn_fdp.linear import _adamix
+from sklearn_fdp._mechanisms import adamix as _adamix
 
 from ._harness import SCALES, adversarial_dense, assert_sensitivity, hostile_csr, remove_one
 
@@ -59,7 +59,7 @@ def build(X, y, public_mask, **params):
 
     est = AdaMixClassifier(**params)
     with patch.object(_adamix, "run_dp_sgd", engine), \
-            patch.object(AdaMixClassifier, "_calibrate_steps", lambda self, sigma: (3, 0.5)), \
+            patch.object(_adamix, "calibrate_steps", lambda *args: (3, 0.5)), \
             pytest.raises(_Captured):
         est.fit(X, y, public_mask=public_mask)
     oracle = call["noise_fn"].__self__

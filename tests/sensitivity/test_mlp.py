@@ -1,7 +1,7 @@
 """Sensitivity of MLPFeatureDP's private step: the clipped per-example gradient sum.
 
 One noisy step of ``MLPFeatureDP`` adds ``N(0, (σ C)² I)`` to
-``_Trainer.clipped_sum(batch)``: the sum over the Poisson batch of the
+``Trainer.clipped_sum(batch)`` (:mod:`sklearn_fdp.neural._alg1`): the sum over the Poisson batch of the
 per-example gradients of ``ℓ − ℓ_pub`` (``method="alg1"``) or of ``ℓ``
 (``"dpsgd"``, ``"dp"``), each clipped to ``C = max_grad_norm``. The
 accountant assumes that this sum moves by at most ``C`` when one record is
@@ -11,7 +11,7 @@ private label) are replaced. Both per-example paths are checked:
 per layer) and ``"vmap"`` (``torch.func`` per-example gradients).
 
 The release is built the way ``fit`` builds it: the estimator resolves its
-feature split and makes its trainer (``MLPFeatureDP._make_trainer``, the
+feature split and makes its trainer (``MLPFeatureDP._trainer``, the
 network at the initial weights ``fit`` would start from), and the whole
 data set is the batch. The network computes in float32 whatever the input
 dtype, so the rounding slack is float32's.
@@ -28,7 +28,7 @@ activations differently depending on the batch's shape, and when public
 columns dominate, ``∇ℓ − ∇ℓ_pub`` is ill-conditioned, so that rounding moves
 the *other* records' clipped gradients (removing one record moved the sum by
 up to 1.002 C at public scale 1e4 and 3.4 C at 1e8 for 10 records). That is
-why MLPFeatureDP._compute_dtype switches to float64 there.
+why ``_alg1.compute_dtype`` switches to float64 there.
 
 Gaussian padding (``public_loss="gaussian_pad"``) of the private batch is
 secret (drawn from the secure generator with ``noise="secure"``): for the
@@ -54,7 +54,7 @@ from ._harness import (
 torch = pytest.importorskip("torch")
 
 from sklearn_fdp import MLPFeatureDP  # noqa: E402  (after the torch skip)
-from sklearn_fdp.neural import _mlp  # noqa: E402
+from sklearn_fdp.neural import _alg1  # noqa: E402
 
 N_CLASSES = 3
 
@@ -79,11 +79,10 @@ def _release(est, X, y, pads, weight_scale=1.0):
 
     ``pads[i]`` is record ``i``'s Gaussian padding (``public_loss="gaussian_pad"``).
     """
-    est.feature_names_ = None
-    est._resolve_features(X.shape[1], batch_size=len(X), n_samples=len(X))
+    public_mask, label_public = est._feature_split(X.shape[1], None)
     # The initial weights are public (random_state): the same for D and D'.
-    trainer = est._make_trainer(torch, X, np.asarray(y), N_CLASSES, "cpu",
-                                np.random.default_rng(7))
+    trainer = est._trainer(torch, X, np.asarray(y), N_CLASSES, public_mask, label_public,
+                           est.method == "alg1", "cpu", np.random.default_rng(7))
     if weight_scale != 1.0:
         for p in trainer.params.values():
             p.mul_(weight_scale)
@@ -249,14 +248,14 @@ def _first_private_padding(monkeypatch, noise, random_state=0):
     """
     X, y, private_idx = _public_heavy(1.0, np.float64, n=20)
     seen = []
-    original = _mlp._Trainer.public_view
+    original = _alg1.Trainer.public_view
 
     def spy(self, idx, gen):
         out = original(self, idx, gen)
         seen.append(out[:, self.private_idx].clone())
         return out
 
-    monkeypatch.setattr(_mlp._Trainer, "public_view", spy)
+    monkeypatch.setattr(_alg1.Trainer, "public_view", spy)
     MLPFeatureDP(hidden_layer_sizes=(4,), private_features=list(private_idx),
                  label_public=True, public_loss="gaussian_pad", method="alg1",
                  epsilon=None, noise_multiplier=1.0, delta=1e-3, batch_size=len(X),
@@ -292,14 +291,15 @@ def test_batch_neighbours_large_public_columns(per_example, scale):
     ``∇ℓ − ∇ℓ_pub``) up to 3.4·C at scale 1e8; above ``MAX_PUBLIC_ABS`` the
     trainer computes in float64, where the check holds at float64's slack.
     """
-    from sklearn_fdp.neural._mlp import MAX_PUBLIC_ABS
+    from sklearn_fdp.neural._alg1 import MAX_PUBLIC_ABS
 
     assert scale > MAX_PUBLIC_ABS
     X, y, private_idx = _public_heavy(scale, np.float32)
     est = _estimator(per_example, "alg1", "mask", True, private_idx, 1.0, "relu")
     n = X.shape[0]
     base = _release(est, X, y, np.zeros((n, len(private_idx))))
-    assert est._compute_dtype(X) == "float64"
+    public_mask, _ = est._feature_split(X.shape[1], None)
+    assert _alg1.compute_dtype(X, public_mask, alg1=True) == "float64"
     for i in range(n):
         X2, y2 = remove_one(X, y, i)
         r = _release(est, X2, y2, np.zeros((n - 1, len(private_idx))))
