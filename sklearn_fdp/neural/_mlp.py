@@ -21,7 +21,7 @@ recipe of §6.2):
 N(0, 1) draws (``"gaussian_pad"``) or zeros (``"mask"``); with a private
 label ``ℓ_pub`` is the cross-entropy against the uniform prior (label-free),
 the MLP analogue of the label-DP case study of §5 (as for the linear model,
-see :mod:`sklearn_fdp._engine._feature_dp`).
+see :mod:`sklearn_fdp._mechanisms.fdp`).
 """
 
 import math
@@ -34,7 +34,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import accounting
 from .._engine import PoissonSampler, UniformSampler
-from .._engine._feature_dp import PUBLIC_LOSSES
+from .._mechanisms.fdp import PUBLIC_LOSSES
 from .._outofcore import is_row_source, should_stream, validate_row_source
 from .._progress import progress_reporter
 from .._random import NOISE_OPTIONS, secure_if, spawn_generators

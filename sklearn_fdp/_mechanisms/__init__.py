@@ -1,0 +1,1 @@
+"""One module per paper mechanism: what each releases, with the DpEvent it spends."""
