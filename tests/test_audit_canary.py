@@ -34,6 +34,7 @@ import sklearn_fdp._engine._loop as engine_loop
 from sklearn_fdp import DPSGDClassifier, FeatureDPLogisticRegression
 from sklearn_fdp._engine import LinearGradientOracle
 from sklearn_fdp._mechanisms import fdp
+from sklearn_fdp.linear import _dpsgd as dpsgd_module
 from sklearn_fdp.audit import (
     CanaryAuditResult,
     OneRunAuditResult,
@@ -101,11 +102,23 @@ def noise_off(monkeypatch):
     monkeypatch.setattr(engine_loop, "NoiseStream", _ZeroNoise)
 
 
+class _UnclippedLinearOracle(LinearGradientOracle):
+    """The linear oracle that never clips, while it declares its clip (the noise's scale)."""
+
+    def __call__(self, idx, theta):
+        clip, self.max_grad_norm = self.max_grad_norm, np.inf
+        try:
+            return super().__call__(idx, theta)
+        finally:
+            self.max_grad_norm = clip
+
+
 class _UnclippedDPSGD(DPSGDClassifier):
     """Broken variant 2: no clipping in the oracle; ε accounted with max_grad_norm."""
 
-    def _make_private_oracle(self, X, y_enc, loss):
-        return LinearGradientOracle(X, y_enc, loss, self.fit_intercept, np.inf)
+    def fit(self, X, y, **kwargs):
+        with mock.patch.object(dpsgd_module, "LinearGradientOracle", _UnclippedLinearOracle):
+            return super().fit(X, y, **kwargs)
 
 
 class _UnclippedFDPOracle(fdp.FeatureDPPrivateOracle):
