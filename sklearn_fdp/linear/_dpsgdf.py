@@ -17,7 +17,12 @@ from .._outofcore import (
     map_rows,
     should_stream,
 )
-from .._preprocessing import _row_norms, apply_row_factors, row_scale_factors, scale_rows
+from .._mechanisms.gaussian_mean import (
+    _row_norms,
+    apply_row_factors,
+    row_scale_factors,
+    scale_rows,
+)
 from .._validation import Interval, StrOptions, _fit_context, atomic_fit
 from .._random import secure_if
 from ._base import BaseDPLinearClassifier
@@ -523,8 +528,7 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
             X = MappedRowSource(X, lambda rows, idx: apply_row_factors(rows, factors[idx], dtype),
                                 X.shape[1], dtype)
         else:
-            X = scale_rows(X, float(self.feature_norm), self._row_scaling(),
-                           type(self).__name__)
+            X = scale_rows(X, float(self.feature_norm), self._row_scaling())
         return X, classes, y_index
 
     def _mean_noise_multiplier(self):
@@ -648,7 +652,7 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
                     "variant='analysed' only."
                 )
             X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], order="C")
-            X = scale_rows(X, self.feature_norm_, "clip", type(self).__name__)
+            X = scale_rows(X, self.feature_norm_, "clip")
             X = np.asarray(X, dtype=np.float64) - self.mean_
             tau = self.quantile_ if tau is None else tau
         X = self._centre_aug(X, 0.0, tau)
@@ -730,7 +734,7 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
             scores = self._out_of_core_scores(X)
         else:
             X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], order="C")
-            X = scale_rows(X, self.feature_norm_, self._row_scaling(), type(self).__name__)
+            X = scale_rows(X, self.feature_norm_, self._row_scaling())
             scores = X @ self.coef_.T + self.intercept_
         return scores.ravel() if scores.shape[1] == 1 else scores
 
@@ -745,7 +749,7 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
         scores = None
         for start, block in source.iter_chunks():
             _assert_all_finite(block, allow_nan=False, input_name="X", estimator_name=name)
-            Xs = scale_rows(block, self.feature_norm_, self._row_scaling(), name)
+            Xs = scale_rows(block, self.feature_norm_, self._row_scaling())
             part = Xs @ self.coef_.T + self.intercept_
             if scores is None:
                 scores = np.empty((source.shape[0], part.shape[1]), dtype=part.dtype)
