@@ -142,6 +142,42 @@ def test_preprocessing_is_data_independent_for_private_columns(data):
     assert np.linalg.norm(np.asarray(Z), axis=1).max() <= 1 + 1e-12
 
 
+def _old_scale_columns(X, lower, upper, log):
+    """The CLI's numeric map before BoundedScaler (issue 17), verbatim."""
+    X = np.clip(np.asarray(X, dtype=np.float64), lower, upper)
+    lo = np.where(log, np.log1p(np.maximum(lower, -1 + 1e-12)), lower)
+    hi = np.where(log, np.log1p(np.maximum(upper, -1 + 1e-12)), upper)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        values = np.where(log, np.log1p(np.where(log, X, 0.0)), X)
+        out = np.where(hi > lo, (values - lo) / np.where(hi > lo, hi - lo, 1.0), 0.0)
+    return out
+
+
+def test_numeric_preprocessing_is_bit_identical_to_the_old_map(data, tmp_path):
+    """Declared bounds (linear, log with LO < 0, values outside), a bool column and a public
+    column's data range give the bytes of the implementation before BoundedScaler."""
+    _, train, _ = data
+    out = tmp_path / "m.skops"
+    frame = pd.read_csv(train)
+    X = frame.drop(columns=["y"])
+    test = _frame(n=200, seed=1).drop(columns=["y"])
+    test.loc[0, "age"], test.loc[1, "hours"] = 10, 1e6  # outside the bounds: clipped
+    for extra, bounds in (
+            (["--bounds", "age=30:70:log", "--bounds", "hours=-0.5:45:log"],
+             {"age": (30.0, 70.0, True), "hours": (-0.5, 45.0, True), "flag": (0.0, 1.0, False)}),
+            ([], {"age": (18.0, 80.0, False),
+                  "hours": (X["hours"].min(), X["hours"].max(), False),
+                  "flag": (0.0, 1.0, False)})):
+        assert _train(train, out, *extra) == 0
+        model = _load(str(out))
+        lower, upper, log = (np.array([b[i] for b in bounds.values()]) for i in range(3))
+        expected = _old_scale_columns(test[list(bounds)].astype(np.float64), lower, upper, log)
+        Z = model[:-1].transform(test)
+        got = Z[[f"num__{c}" for c in bounds]].to_numpy()
+        factor = 1.0 / np.sqrt(5.0)  # 5 input columns
+        np.testing.assert_array_equal(got, expected * factor, strict=True)
+
+
 def test_schema_file_and_integer_coded_categories(tmp_path, capsys):
     frame = _frame()
     frame["grade"] = np.random.default_rng(3).integers(1, 4, len(frame))
