@@ -136,8 +136,8 @@ def test_preprocessing_is_data_independent_for_private_columns(data):
     enc = [c.named_transformers_["cat"].named_steps["onehot"] for c in cols]
     sex = [list(e.categories_[0]) for e in enc]
     assert sex[0] == sex[1] == ["F", "M"]
-    num = [c.named_transformers_["num"].kw_args for c in cols]
-    assert num[0]["lower"][0] == num[1]["lower"][0] == 18.0  # age: the given bounds
+    num = [c.named_transformers_["num"].feature_bounds for c in cols]
+    assert num[0][0][0] == num[1][0][0] == 18.0  # age: the given bounds
     Z = models[0][:-1].transform(frame.drop(columns=["y"]))
     assert np.linalg.norm(np.asarray(Z), axis=1).max() <= 1 + 1e-12
 
@@ -312,6 +312,57 @@ def test_numeric_column_with_missing_values(tmp_path, capsys):
     err = _error(capsys, ["train", str(csv), "--target", "y", *PRIVATE_ARGS,
                           "--out", str(tmp_path / "m.skops")])
     assert "'hours'" in err and "missing" in err
+
+
+def test_numeric_column_with_infinite_values(data, capsys):
+    """BoundedScaler refuses infinities; the CLI says so in one line (train and evaluate)."""
+    tmp, train, test = data
+    frame = _frame()
+    frame.loc[5, "hours"] = np.inf
+    frame.to_csv(tmp / "inf.csv", index=False)
+    err = _error(capsys, ["train", str(tmp / "inf.csv"), "--target", "y", *PRIVATE_ARGS,
+                          "--out", str(tmp / "m.skops")])
+    assert "'hours'" in err and "1 infinite value" in err
+    assert _train(train, tmp / "m.skops") == 0
+    err = _error(capsys, ["evaluate", str(tmp / "m.skops"), str(tmp / "inf.csv"),
+                          "--target", "y"])
+    assert "'hours'" in err and "1 infinite value" in err
+
+
+def test_constant_public_column_is_dropped(tmp_path, capsys):
+    """A public column constant in the data has no interval to scale from: dropped, noted."""
+    csv = tmp_path / "const.csv"
+    _frame().assign(hours=7.5).to_csv(csv, index=False)
+    assert _train(str(csv), tmp_path / "m.skops", quiet=True) == 0
+    err = capsys.readouterr().err
+    assert "public column(s) hours: constant in the data, dropped" in err
+    assert "public column(s) job: bounds/categories taken from the data" in err
+    model = _load(str(tmp_path / "m.skops"))
+    names = list(model[:-1].get_feature_names_out())
+    assert "num__hours" not in names and "num__age" in names
+    test = _frame(n=50, seed=1)
+    test.to_csv(tmp_path / "t.csv", index=False)
+    assert main(["evaluate", str(tmp_path / "m.skops"), str(tmp_path / "t.csv"),
+                 "--target", "y"]) == 0
+
+
+def test_model_file_of_an_older_release_is_refused_clearly(tmp_path, capsys, monkeypatch):
+    """A file naming the numeric scaler of releases before BoundedScaler: retrain it."""
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    import sklearn_fdp.cli as cli
+
+    def _scale_columns(X):  # stands in for the removed function, saved by name
+        return X
+
+    _scale_columns.__module__ = cli.__name__
+    monkeypatch.setattr(cli, "_scale_columns", _scale_columns, raising=False)
+    path = tmp_path / "old.skops"
+    sio.dump(Pipeline([("preprocess", FunctionTransformer(cli._scale_columns))]), path)
+    monkeypatch.delattr(cli, "_scale_columns")
+    err = _error(capsys, ["report", str(path)])
+    assert "older sklearn-fdp" in err and "train it again" in err
 
 
 def test_evaluate_errors(data, capsys):
