@@ -658,7 +658,9 @@ def _trusted(name):
     if root in ("sklearn", "sklearn_fdp"):
         from sklearn.base import BaseEstimator
 
-        return issubclass(obj, BaseEstimator)
+        from ._plan import DPSGDSchedule, PrivacyPlan  # a fit's privacy_plan_
+
+        return issubclass(obj, BaseEstimator) or obj in (PrivacyPlan, DPSGDSchedule)
     if root == "dp_accounting":
         from dp_accounting import dp_event
 
