@@ -52,6 +52,9 @@ import sklearn_fdp
 import sklearn_fdp._engine._loop as engine_loop
 from sklearn_fdp import DPSGDClassifier, DPSGDFClassifier, FeatureDPLogisticRegression
 from sklearn_fdp._engine import LinearGradientOracle
+from sklearn_fdp._mechanisms import fdp
+from sklearn_fdp.linear import _dpsgd as dpsgd_module
+from sklearn_fdp.linear import _feature_dp_logistic as fdp_module
 from sklearn_fdp.audit import canary_audit, canary_audit_one_run
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -88,39 +91,63 @@ class ZeroNoise:
         pass
 
 
+def _never_clips(oracle_class):
+    """``oracle_class`` whose call never clips, while it declares its clip (the noise's scale)."""
+
+    class Unclipped(oracle_class):
+        def __call__(self, idx, theta):
+            clip, self.max_grad_norm = self.max_grad_norm, np.inf
+            try:
+                return super().__call__(idx, theta)
+            finally:
+                self.max_grad_norm = clip
+
+    return Unclipped
+
+
 class UnclippedDPSGD(DPSGDClassifier):
     """DP-SGD whose oracle never clips (ε still accounted with max_grad_norm)."""
 
-    def _make_private_oracle(self, X, y_enc, loss):
-        return LinearGradientOracle(X, y_enc, loss, self.fit_intercept, np.inf)
+    def fit(self, X, y, **kwargs):
+        with mock.patch.object(dpsgd_module, "LinearGradientOracle",
+                               _never_clips(LinearGradientOracle)):
+            return super().fit(X, y, **kwargs)
 
 
 class UnclippedFDP(FeatureDPLogisticRegression):
     """FDP Algorithm 1 whose private oracle never clips ∇ℓ − ∇ℓ_pub."""
 
-    def _make_oracles(self, X, y_enc, loss, public_rng):
-        private, public = super()._make_oracles(X, y_enc, loss, public_rng)
-        private.max_grad_norm = np.inf
-        return private, public
+    def fit(self, X, y, **kwargs):
+        with mock.patch.object(fdp, "FeatureDPPrivateOracle",
+                               _never_clips(fdp.FeatureDPPrivateOracle)):
+            return super().fit(X, y, **kwargs)
+
+
+def _shared_coin_oracles(*args, **kwargs):
+    """Algorithm 1's oracles with the public batch taken to be the private Poisson batch."""
+    private, public = fdp.alg1_oracles(*args, **kwargs)
+    state = {"idx": np.arange(1)}
+
+    class SharedCoinsOracle(type(private)):
+        def __call__(self, idx, theta):
+            state["idx"] = idx if len(idx) else np.arange(1)
+            return super().__call__(idx, theta)
+
+    class ReuseSampler:
+        def sample(self):
+            return state["idx"]
+
+    private.__class__ = SharedCoinsOracle
+    public.sampler = ReuseSampler()
+    return private, public
 
 
 class SharedCoinsFDP(FeatureDPLogisticRegression):
     """FDP Algorithm 1 whose public batch is the private Poisson batch (Prop. 3)."""
 
-    def _make_oracles(self, X, y_enc, loss, public_rng):
-        private, public = super()._make_oracles(X, y_enc, loss, public_rng)
-        state = {"idx": np.arange(1)}
-
-        def private_oracle(idx, theta):
-            state["idx"] = idx if len(idx) else np.arange(1)
-            return private(idx, theta)
-
-        class ReuseSampler:
-            def sample(self):
-                return state["idx"]
-
-        public.sampler = ReuseSampler()
-        return private_oracle, public
+    def fit(self, X, y, **kwargs):
+        with mock.patch.object(fdp_module, "alg1_oracles", _shared_coin_oracles):
+            return super().fit(X, y, **kwargs)
 
 
 def estimators(epsilon):

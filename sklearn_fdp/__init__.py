@@ -21,12 +21,13 @@ from .linear import (
     FeatureDPLogisticRegression,
 )
 from .neural import MLPFeatureDP
-from .preprocessing import PrivateMeanCenterer
+from .preprocessing import BoundedScaler, PrivateMeanCenterer
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AdaMixClassifier",
+    "BoundedScaler",
     "BudgetExceededError",
     "DPSGDClassifier",
     "DPSGDFClassifier",

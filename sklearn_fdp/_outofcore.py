@@ -51,6 +51,7 @@ __all__ = [
     "as_row_source",
     "block_bounds",
     "column_max_abs",
+    "column_subset_squared_norms",
     "is_dask_array",
     "is_out_of_core",
     "is_row_source",
@@ -59,6 +60,7 @@ __all__ = [
     "row_block_size",
     "row_cache_limit",
     "row_reader",
+    "row_slice",
     "row_subset",
     "should_stream",
     "squared_row_norms",
@@ -221,6 +223,41 @@ def addressable_rows(X, idx, max_bytes):
             yield X.gather(sub), np.arange(len(sub)), sub
         return
     yield X, idx, slice(None)
+
+
+def row_slice(X, start, stop):
+    """The rows ``X[start:stop]``: a view of an in-memory array, read from an out-of-core source."""
+    if is_row_source(X):
+        return X.gather(np.arange(start, stop))
+    return X[start:stop]
+
+
+# Bytes of the column selection per block in column_subset_squared_norms
+# (a few MiB of temporary copy instead of the whole subset).
+_NORM_BLOCK_BYTES = 8 << 20
+
+
+def column_subset_squared_norms(X, cols):
+    """``‖x_i[cols]‖²`` of every row, without copying ``X[:, cols]`` whole.
+
+    Dense ``X`` is processed in row blocks of about ``_NORM_BLOCK_BYTES``;
+    each block is laid out as the whole selection would be (numpy puts a
+    column selection in column-major order) and has at least two rows, so
+    the values equal ``squared_row_norms(X[:, cols])`` bit for bit (einsum's
+    summation order follows the layout, and differs for a single row).
+    Sparse and out-of-core inputs go through their own paths.
+    """
+    if sp.issparse(X) or is_row_source(X) or X.ndim != 2:
+        return squared_row_norms(X[:, cols])
+    n = X.shape[0]
+    step = row_block_size(len(cols), X.itemsize, _NORM_BLOCK_BYTES)
+    if step >= n:
+        return squared_row_norms(X[:, cols])
+    out = np.empty(n, dtype=np.float64)
+    for start, stop in block_bounds(n, step):
+        sub = X[start:stop][:, cols]
+        out[start:stop] = np.einsum("ij,ij->i", sub, sub, dtype=np.float64)
+    return out
 
 
 def map_rows(X, fn, n_features, dtype):

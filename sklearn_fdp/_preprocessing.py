@@ -1,4 +1,8 @@
-"""Private feature preprocessing: row scaling and a differentially private mean."""
+"""Private feature preprocessing: centring on a differentially private mean.
+
+The row scaling and the Gaussian mean themselves live in
+:mod:`sklearn_fdp._mechanisms.gaussian_mean` (shared with DPSGD-F).
+"""
 
 from numbers import Real
 
@@ -7,7 +11,10 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import accounting
-from ._outofcore import as_row_source, iter_row_blocks, should_stream, validate_row_source
+from ._docs import fill_doc
+from ._mechanisms.gaussian_mean import gaussian_mean, scale_rows
+from ._outofcore import as_row_source, should_stream, validate_row_source
+from ._plan import record_plan
 from ._random import NOISE_OPTIONS, spawn_generators
 from ._validation import (
     DELTA_CONSTRAINT,
@@ -25,100 +32,7 @@ __all__ = ["PrivateMeanCenterer"]
 ROW_SCALINGS = ("normalize", "clip", "none")
 
 
-def row_scale_factors(X, norm_bound, row_scaling):
-    """The float64 factor ``f_i`` by which :func:`scale_rows` multiplies row ``i``.
-
-    ``X`` is an ndarray or an out-of-core :class:`~sklearn_fdp._outofcore.RowSource`;
-    it is read in row blocks (:func:`~sklearn_fdp._outofcore.iter_row_blocks`),
-    so the factors are the same bit for bit in memory and out of core.
-    ``"normalize"``: ``norm_bound / ‖x_i‖`` (0 for zero rows); ``"clip"``:
-    ``min(1, norm_bound / ‖x_i‖)``; an overflowing norm gives 0.
-    """
-    out = np.empty(X.shape[0], dtype=np.float64)
-    for start, block in iter_row_blocks(X):
-        norms = _row_norms(np.asarray(block, dtype=np.float64))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            if row_scaling == "normalize":
-                factor = np.where(norms > 0, norm_bound / norms, 0.0)
-            else:  # "clip"
-                factor = np.where(norms > norm_bound, norm_bound / norms, 1.0)
-        # An overflowing norm (inf) gives factor 0: the row is zeroed, still bounded.
-        out[start:start + len(block)] = np.nan_to_num(factor, nan=0.0, posinf=0.0)
-    return out
-
-
-def apply_row_factors(rows, factors, dtype):
-    """``rows * factors[:, None]`` computed in float64, as a C-contiguous array of ``dtype``.
-
-    Row by row (no reduction), so a row comes out the same in any batch.
-    """
-    scaled = np.asarray(rows, dtype=np.float64) * factors[:, None]
-    return np.ascontiguousarray(scaled, dtype=dtype)
-
-
-def scale_rows(X, norm_bound, row_scaling, estimator_name):
-    """Data-independent row scaling; returns a new array (``X`` is not modified).
-
-    ``"normalize"``: every non-zero row to L2 norm ``norm_bound`` (zero rows
-    stay zero). ``"clip"``: rows of norm above ``norm_bound`` scaled down to
-    it. ``"none"``: rows unchanged (a copy). No branch depends on the data
-    in a way that is observable apart from the returned rows, so nothing
-    about ``X`` leaks through an exception or a warning. ``X`` may be a
-    memmap: it is read in row blocks into the returned in-memory array.
-    """
-    if row_scaling == "none":
-        return np.array(X, copy=True, order="C")
-    factors = row_scale_factors(X, norm_bound, row_scaling)
-    out = np.empty(X.shape, dtype=X.dtype)
-    for start, block in iter_row_blocks(X):
-        stop = start + len(block)
-        out[start:stop] = apply_row_factors(block, factors[start:stop], X.dtype)
-    return out
-
-
-def scaled_row_sum(X, norm_bound, row_scaling):
-    """``Σ_i scale(x_i)`` in float64, one pass over row blocks of ``X``.
-
-    The rows are scaled as :func:`scale_rows` scales them (rounded to
-    ``X``'s dtype); each block's column sums are added in order, the same
-    blocks in memory and out of core.
-    """
-    total = np.zeros(X.shape[1], dtype=np.float64)
-    for start, block in iter_row_blocks(X):
-        factors = row_scale_factors(block, norm_bound, row_scaling)
-        total += apply_row_factors(block, factors, X.dtype).sum(axis=0, dtype=np.float64)
-    return total
-
-
-# Rows whose largest entry lies in this range have float64 squares that
-# neither overflow nor lose a part of the norm to underflow: an entry whose
-# square underflows (below 1.5e-154) is then below 1e-14 of the largest.
-_PLAIN_NORM_RANGE = (1e-140, 1e140)
-
-
-def _row_norms(X):
-    """L2 norm of every row of a float64 ``X``, exact to a few ulp at any scale.
-
-    ``sqrt(Σ x²)`` loses the entries whose squares underflow: a row of one
-    entry 1e-22 and 999 of 2e-23 (float32) came out with a norm 6.4 times
-    too small, so scaling it "to norm C" gave 6.4 C (issue 16 sensitivity
-    harness). Rows outside :data:`_PLAIN_NORM_RANGE` are divided by their
-    largest entry first (as LAPACK's ``nrm2`` does); the others, all rows of
-    float32 data converted to float64 included, take the plain formula.
-    """
-    norms = np.linalg.norm(X, axis=1) if X.shape[1] else np.zeros(X.shape[0])
-    if X.size == 0:
-        return norms
-    peak = np.maximum(X.max(axis=1), -X.min(axis=1))
-    low, high = _PLAIN_NORM_RANGE
-    rescale = ((peak > 0) & (peak < low)) | (peak > high)
-    if rescale.any():
-        unit = X[rescale] / peak[rescale, None]
-        with np.errstate(over="ignore"):
-            norms[rescale] = peak[rescale] * np.sqrt(np.einsum("ij,ij->i", unit, unit))
-    return norms
-
-
+@fill_doc
 class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Centre features on a differentially private estimate of their mean.
 
@@ -176,10 +90,11 @@ class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
     epsilon_ : float
         ε spent by ``fit`` at ``delta_`` (the analytic Gaussian mechanism's
         exact ε, equal to ``epsilon`` up to calibration tolerance).
-    delta_ : float
+    [[delta_]]
     dp_event_ : dp_accounting.DpEvent
         ``GaussianDpEvent(noise_multiplier_)``, for re-accounting or for
         composing with the events of later steps of a pipeline.
+    [[privacy_plan_]]
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Defined when ``X`` has string column names.
@@ -284,21 +199,51 @@ class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
             check_row_norms_finite(X, name)
         n_samples, n_features = X.shape
         check_delta_vs_n(self.delta, n_samples, name)
+        plan = self.privacy_plan(n_samples, n_features)
         # "none": rows the user bounded; clipping them (a no-op when the bound
         # holds) keeps the sensitivity at norm_bound without any data-dependent
         # error or warning.
         scaling = "clip" if self.row_scaling == "none" else self.row_scaling
-        sigma = accounting.gaussian_noise_multiplier(self.epsilon, self.delta)
-        noise_std = sigma * float(self.norm_bound) / n_samples
-        (rng,) = spawn_generators(self.random_state, 1, noise=self.noise)
-        true_mean = scaled_row_sum(X, float(self.norm_bound), scaling) / n_samples
-        self.mean_ = true_mean + rng.normal(0.0, noise_std, size=n_features)
-        self.noise_std_ = float(noise_std)
-        self.noise_multiplier_ = float(sigma)
-        self.dp_event_ = accounting.gaussian_event(sigma)
-        self.epsilon_ = accounting.gaussian_epsilon(sigma, self.delta)
-        self.delta_ = float(self.delta)
+        (rng,) = spawn_generators(self.random_state, 1)
+        (mean, noise_std), _ = gaussian_mean(X, float(self.norm_bound), plan.noise_multiplier,
+                                             rng, row_scaling=scaling, noise=self.noise)
+        self.mean_ = mean
+        self.noise_std_ = noise_std
+        self.noise_multiplier_ = plan.noise_multiplier
+        self.dp_event_ = plan.dp_event
+        self.epsilon_ = plan.epsilon
+        self.delta_ = plan.delta
+        self.privacy_plan_ = plan
         return self
+
+    def privacy_plan(self, n_samples, n_features, *, feature_names=None):
+        """What a fit on ``n_samples`` × ``n_features`` data spends and protects.
+
+        Computed from public quantities only (the parameters): one analytic
+        Gaussian release of the mean, ``GaussianDpEvent(σ)`` with σ
+        calibrated to (``epsilon``, ``delta``), protecting whole records.
+        ``fit`` adds noise of multiplier ``noise_multiplier`` and stores the
+        plan as ``privacy_plan_``.
+
+        Parameters
+        ----------
+        n_samples : int
+            Number of training rows.
+        n_features : int
+            Number of input columns.
+        feature_names : array-like of str or None, default=None
+            Column names (unused: the mean protects whole records).
+
+        Returns
+        -------
+        plan : PrivacyPlan
+            ``accountant`` is ``"analytic"``: ε is the analytic Gaussian
+            mechanism's exact ε (Balle & Wang 2018).
+        """
+        sigma = accounting.gaussian_noise_multiplier(self.epsilon, self.delta)
+        return record_plan(accounting.gaussian_event(sigma),
+                           accounting.gaussian_epsilon(sigma, self.delta), float(self.delta),
+                           "analytic", noise_multiplier=float(sigma))
 
     def transform(self, X):
         """Scale the rows as in ``fit``, then subtract ``mean_``.
@@ -358,7 +303,7 @@ class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
             # The norm bound matters for the privacy of fit only; new data are
             # not checked (and not rescaled).
             return np.array(X, copy=True, order="C")
-        return scale_rows(X, float(self.norm_bound), self.row_scaling, type(self).__name__)
+        return scale_rows(X, float(self.norm_bound), self.row_scaling)
 
     def inverse_transform(self, X):
         """Add ``mean_`` back. The row scaling of ``transform`` is not undone.

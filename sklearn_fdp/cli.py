@@ -21,11 +21,13 @@ Preprocessing is data-independent where the data are private:
   columns (only feature-DP models have any) may learn their categories from
   the data: they are functions of the public part of the records, which
   feature DP does not protect;
-* a numeric column is clipped to ``[lo, hi]`` and mapped to ``[0, 1]``
-  (``--bounds col=lo:hi``, or ``col=lo:hi:log`` for ``log1p`` scaling). The
-  bounds of private columns must be given; public columns may take their
-  minimum and maximum from the data. Boolean columns are numeric with
-  bounds 0:1;
+* a numeric column is clipped to ``[lo, hi]`` and mapped to ``[0, 1]`` by
+  :class:`~sklearn_fdp.preprocessing.BoundedScaler` (``--bounds col=lo:hi``,
+  or ``col=lo:hi:log`` for ``log1p`` scaling). The bounds of private columns
+  must be given; public columns may take their minimum and maximum from the
+  data (a public column constant in the data is dropped: it carries no
+  information, and no interval of positive width is known for it). Boolean
+  columns are numeric with bounds 0:1;
 * every output column is then multiplied by ``1 / sqrt(k)`` for ``k`` input
   columns, a constant, so that every row has L2 norm at most 1 (each input
   column contributes at most 1 to the squared norm). Unlike a row
@@ -58,7 +60,9 @@ FDP_MODELS = ("fdp-logreg", "fdp-mlp")
 
 # Functions the CLI puts into the pipelines it writes: the only functions a
 # model file may name.
-_CLI_FUNCTIONS = ("_scale_columns", "_as_strings", "_scale_constant")
+_CLI_FUNCTIONS = ("_as_strings", "_scale_constant")
+# Written by releases before BoundedScaler scaled the numeric columns (issue 17).
+_OLD_CLI_FUNCTIONS = (f"{__name__}._scale_columns",)
 
 
 class CLIError(Exception):
@@ -66,20 +70,6 @@ class CLIError(Exception):
 
 
 # -- transformers stored in the pipeline (module level: skops saves them by name) ----------
-
-
-def _scale_columns(X, lower, upper, log):
-    """Clip each column to ``[lower, upper]`` and map it to ``[0, 1]`` (``log1p`` if ``log``).
-
-    A constant column (``lower == upper``) maps to 0. No statistic of ``X`` is used.
-    """
-    X = np.clip(np.asarray(X, dtype=np.float64), lower, upper)
-    lo = np.where(log, np.log1p(np.maximum(lower, -1 + 1e-12)), lower)
-    hi = np.where(log, np.log1p(np.maximum(upper, -1 + 1e-12)), upper)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        values = np.where(log, np.log1p(np.where(log, X, 0.0)), X)
-        out = np.where(hi > lo, (values - lo) / np.where(hi > lo, hi - lo, 1.0), 0.0)
-    return out
 
 
 def _as_strings(X):
@@ -280,6 +270,11 @@ def _non_numeric_example(series):
     return None if bad.empty else bad.iloc[0]
 
 
+def _n_infinite(series):
+    """Number of infinite values of a numeric or boolean column."""
+    return int(np.isinf(series.to_numpy(dtype=np.float64)).sum())
+
+
 def _is_numeric(series):
     import pandas as pd
 
@@ -422,6 +417,11 @@ def _plan_columns(X, private, categories, bounds, path):
                 raise CLIError(
                     f"numeric column {col!r} has {missing} missing value(s). Fill them, "
                     f"drop those rows, or --drop {col}.")
+            infinite = _n_infinite(series)
+            if infinite:
+                raise CLIError(
+                    f"numeric column {col!r} has {infinite} infinite value(s). Replace them "
+                    f"by finite ones, drop those rows, or --drop {col}.")
             if col in bounds:
                 numeric.append((col, bounds[col]))
             elif _is_bool(series):
@@ -430,7 +430,9 @@ def _plan_columns(X, private, categories, bounds, path):
                 need_bounds.append(col)
             else:  # public under feature DP: its range is not protected
                 values = series.to_numpy(dtype=np.float64)
-                numeric.append((col, (float(values.min()), float(values.max()), False)))
+                if values.min() < values.max():
+                    numeric.append((col, (float(values.min()), float(values.max()), False)))
+                # else constant in the data: no interval to scale from, dropped (_train notes it)
                 learnt.append(col)
             continue
         if col in private:  # non-numeric values and no encoder given
@@ -468,15 +470,13 @@ def _make_preprocessor(numeric, categorical):
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
 
+    from .preprocessing import BoundedScaler
+
     parts = []
     if numeric:
         cols = [c for c, _ in numeric]
-        lower = np.array([b[0] for _, b in numeric])
-        upper = np.array([b[1] for _, b in numeric])
-        log = np.array([b[2] for _, b in numeric])
-        parts.append(("num", FunctionTransformer(
-            _scale_columns, kw_args={"lower": lower, "upper": upper, "log": log},
-            feature_names_out="one-to-one"), cols))
+        scaler = BoundedScaler([b[:2] for _, b in numeric], log=[b[2] for _, b in numeric])
+        parts.append(("num", scaler, cols))
     if categorical:
         cols = [c for c, _ in categorical]
         parts.append(("cat", Pipeline([
@@ -564,10 +564,15 @@ def _train(args):
             f"{args.csv!r}; a classifier needs at least two.")
     numeric, categorical, learnt = _plan_columns(X, set(private), categories, bounds,
                                                  args.csv)
-    if learnt:
-        print(f"note: public column(s) {', '.join(learnt)}: bounds/categories taken from the "
-              "data (public under feature DP); give --bounds/--categories to fix them.",
-              file=sys.stderr)
+    used = {c for c, _ in (*numeric, *categorical)}
+    constant = [c for c in learnt if c not in used]
+    if len(learnt) > len(constant):
+        print(f"note: public column(s) {', '.join(c for c in learnt if c in used)}: "
+              "bounds/categories taken from the data (public under feature DP); give "
+              "--bounds/--categories to fix them.", file=sys.stderr)
+    if constant:
+        print(f"note: public column(s) {', '.join(constant)}: constant in the data, dropped "
+              "(give --bounds to keep them).", file=sys.stderr)
     _note_unknown_categories(X, categorical)
 
     pre = _make_preprocessor(numeric, categorical)
@@ -653,9 +658,8 @@ def _trusted(name):
     if root in ("sklearn", "sklearn_fdp"):
         from sklearn.base import BaseEstimator
 
-        from ._plan import DPSGDSchedule, PrivacyPlan
+        from ._plan import DPSGDSchedule, PrivacyPlan  # a fit's privacy_plan_
 
-        # An estimator, or the privacy_plan_ every private estimator keeps.
         return issubclass(obj, BaseEstimator) or obj in (PrivacyPlan, DPSGDSchedule)
     if root == "dp_accounting":
         from dp_accounting import dp_event
@@ -675,6 +679,10 @@ def _load(path):
         raise CLIError(f"{path!r} is not a skops model file ({exc}). Write one with "
                        "'sklearn-fdp train ... --out model.skops'.") from None
     refused = [t for t in untrusted if not _trusted(t)]
+    if any(t in _OLD_CLI_FUNCTIONS for t in refused):
+        raise CLIError(f"model file {path!r} was written by an older sklearn-fdp, whose "
+                       "numeric scaling this release no longer has; train it again with "
+                       "'sklearn-fdp train'.")
     if refused:
         raise CLIError(
             f"model file {path!r} contains types the sklearn-fdp command line does not write "
@@ -738,6 +746,9 @@ def _evaluate(args):
         if X[col].isna().any():
             raise CLIError(f"numeric column {col!r} of {args.csv!r} has "
                            f"{int(X[col].isna().sum())} missing value(s); fill or drop them.")
+        if _n_infinite(X[col]):
+            raise CLIError(f"numeric column {col!r} of {args.csv!r} has "
+                           f"{_n_infinite(X[col])} infinite value(s); replace or drop them.")
     est = model[-1]
     y_true = _coerce_labels(y, est.classes_)
     proba = model.predict_proba(X)

@@ -23,6 +23,7 @@ single fit.
 """
 
 import math
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -32,6 +33,8 @@ import sklearn_fdp
 import sklearn_fdp._engine._loop as engine_loop
 from sklearn_fdp import DPSGDClassifier, FeatureDPLogisticRegression
 from sklearn_fdp._engine import LinearGradientOracle
+from sklearn_fdp._mechanisms import fdp
+from sklearn_fdp.linear import _dpsgd as dpsgd_module
 from sklearn_fdp.audit import (
     CanaryAuditResult,
     OneRunAuditResult,
@@ -99,20 +102,42 @@ def noise_off(monkeypatch):
     monkeypatch.setattr(engine_loop, "NoiseStream", _ZeroNoise)
 
 
+class _UnclippedLinearOracle(LinearGradientOracle):
+    """The linear oracle that never clips, while it declares its clip (the noise's scale)."""
+
+    def __call__(self, idx, theta):
+        clip, self.max_grad_norm = self.max_grad_norm, np.inf
+        try:
+            return super().__call__(idx, theta)
+        finally:
+            self.max_grad_norm = clip
+
+
 class _UnclippedDPSGD(DPSGDClassifier):
     """Broken variant 2: no clipping in the oracle; ε accounted with max_grad_norm."""
 
-    def _make_private_oracle(self, X, y_enc, loss):
-        return LinearGradientOracle(X, y_enc, loss, self.fit_intercept, np.inf)
+    def fit(self, X, y, **kwargs):
+        with mock.patch.object(dpsgd_module, "LinearGradientOracle", _UnclippedLinearOracle):
+            return super().fit(X, y, **kwargs)
+
+
+class _UnclippedFDPOracle(fdp.FeatureDPPrivateOracle):
+    """FDP's private oracle that never clips, while it declares its clip (the noise's scale)."""
+
+    def __call__(self, idx, theta):
+        clip, self.max_grad_norm = self.max_grad_norm, np.inf
+        try:
+            return super().__call__(idx, theta)
+        finally:
+            self.max_grad_norm = clip
 
 
 class _UnclippedFDP(FeatureDPLogisticRegression):
     """Broken variant 2 for FDP Algorithm 1: ∇ℓ − ∇ℓ_pub is never clipped."""
 
-    def _make_oracles(self, X, y_enc, loss, public_rng):
-        private, public = super()._make_oracles(X, y_enc, loss, public_rng)
-        private.max_grad_norm = np.inf
-        return private, public
+    def fit(self, X, y, **kwargs):
+        with mock.patch.object(fdp, "FeatureDPPrivateOracle", _UnclippedFDPOracle):
+            return super().fit(X, y, **kwargs)
 
 
 def _audit(estimator, X, y, n_runs, **kwargs):

@@ -136,10 +136,46 @@ def test_preprocessing_is_data_independent_for_private_columns(data):
     enc = [c.named_transformers_["cat"].named_steps["onehot"] for c in cols]
     sex = [list(e.categories_[0]) for e in enc]
     assert sex[0] == sex[1] == ["F", "M"]
-    num = [c.named_transformers_["num"].kw_args for c in cols]
-    assert num[0]["lower"][0] == num[1]["lower"][0] == 18.0  # age: the given bounds
+    num = [c.named_transformers_["num"].feature_bounds for c in cols]
+    assert num[0][0][0] == num[1][0][0] == 18.0  # age: the given bounds
     Z = models[0][:-1].transform(frame.drop(columns=["y"]))
     assert np.linalg.norm(np.asarray(Z), axis=1).max() <= 1 + 1e-12
+
+
+def _old_scale_columns(X, lower, upper, log):
+    """The CLI's numeric map before BoundedScaler (issue 17), verbatim."""
+    X = np.clip(np.asarray(X, dtype=np.float64), lower, upper)
+    lo = np.where(log, np.log1p(np.maximum(lower, -1 + 1e-12)), lower)
+    hi = np.where(log, np.log1p(np.maximum(upper, -1 + 1e-12)), upper)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        values = np.where(log, np.log1p(np.where(log, X, 0.0)), X)
+        out = np.where(hi > lo, (values - lo) / np.where(hi > lo, hi - lo, 1.0), 0.0)
+    return out
+
+
+def test_numeric_preprocessing_is_bit_identical_to_the_old_map(data, tmp_path):
+    """Declared bounds (linear, log with LO < 0, values outside), a bool column and a public
+    column's data range give the bytes of the implementation before BoundedScaler."""
+    _, train, _ = data
+    out = tmp_path / "m.skops"
+    frame = pd.read_csv(train)
+    X = frame.drop(columns=["y"])
+    test = _frame(n=200, seed=1).drop(columns=["y"])
+    test.loc[0, "age"], test.loc[1, "hours"] = 10, 1e6  # outside the bounds: clipped
+    for extra, bounds in (
+            (["--bounds", "age=30:70:log", "--bounds", "hours=-0.5:45:log"],
+             {"age": (30.0, 70.0, True), "hours": (-0.5, 45.0, True), "flag": (0.0, 1.0, False)}),
+            ([], {"age": (18.0, 80.0, False),
+                  "hours": (X["hours"].min(), X["hours"].max(), False),
+                  "flag": (0.0, 1.0, False)})):
+        assert _train(train, out, *extra) == 0
+        model = _load(str(out))
+        lower, upper, log = (np.array([b[i] for b in bounds.values()]) for i in range(3))
+        expected = _old_scale_columns(test[list(bounds)].astype(np.float64), lower, upper, log)
+        Z = model[:-1].transform(test)
+        got = Z[[f"num__{c}" for c in bounds]].to_numpy()
+        factor = 1.0 / np.sqrt(5.0)  # 5 input columns
+        np.testing.assert_array_equal(got, expected * factor, strict=True)
 
 
 def test_schema_file_and_integer_coded_categories(tmp_path, capsys):
@@ -276,6 +312,57 @@ def test_numeric_column_with_missing_values(tmp_path, capsys):
     err = _error(capsys, ["train", str(csv), "--target", "y", *PRIVATE_ARGS,
                           "--out", str(tmp_path / "m.skops")])
     assert "'hours'" in err and "missing" in err
+
+
+def test_numeric_column_with_infinite_values(data, capsys):
+    """BoundedScaler refuses infinities; the CLI says so in one line (train and evaluate)."""
+    tmp, train, test = data
+    frame = _frame()
+    frame.loc[5, "hours"] = np.inf
+    frame.to_csv(tmp / "inf.csv", index=False)
+    err = _error(capsys, ["train", str(tmp / "inf.csv"), "--target", "y", *PRIVATE_ARGS,
+                          "--out", str(tmp / "m.skops")])
+    assert "'hours'" in err and "1 infinite value" in err
+    assert _train(train, tmp / "m.skops") == 0
+    err = _error(capsys, ["evaluate", str(tmp / "m.skops"), str(tmp / "inf.csv"),
+                          "--target", "y"])
+    assert "'hours'" in err and "1 infinite value" in err
+
+
+def test_constant_public_column_is_dropped(tmp_path, capsys):
+    """A public column constant in the data has no interval to scale from: dropped, noted."""
+    csv = tmp_path / "const.csv"
+    _frame().assign(hours=7.5).to_csv(csv, index=False)
+    assert _train(str(csv), tmp_path / "m.skops", quiet=True) == 0
+    err = capsys.readouterr().err
+    assert "public column(s) hours: constant in the data, dropped" in err
+    assert "public column(s) job: bounds/categories taken from the data" in err
+    model = _load(str(tmp_path / "m.skops"))
+    names = list(model[:-1].get_feature_names_out())
+    assert "num__hours" not in names and "num__age" in names
+    test = _frame(n=50, seed=1)
+    test.to_csv(tmp_path / "t.csv", index=False)
+    assert main(["evaluate", str(tmp_path / "m.skops"), str(tmp_path / "t.csv"),
+                 "--target", "y"]) == 0
+
+
+def test_model_file_of_an_older_release_is_refused_clearly(tmp_path, capsys, monkeypatch):
+    """A file naming the numeric scaler of releases before BoundedScaler: retrain it."""
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    import sklearn_fdp.cli as cli
+
+    def _scale_columns(X):  # stands in for the removed function, saved by name
+        return X
+
+    _scale_columns.__module__ = cli.__name__
+    monkeypatch.setattr(cli, "_scale_columns", _scale_columns, raising=False)
+    path = tmp_path / "old.skops"
+    sio.dump(Pipeline([("preprocess", FunctionTransformer(cli._scale_columns))]), path)
+    monkeypatch.delattr(cli, "_scale_columns")
+    err = _error(capsys, ["report", str(path)])
+    assert "older sklearn-fdp" in err and "train it again" in err
 
 
 def test_evaluate_errors(data, capsys):

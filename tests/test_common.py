@@ -5,6 +5,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_fdp import (
     AdaMixClassifier,
+    BoundedScaler,
     DPSGDClassifier,
     DPSGDFClassifier,
     FeatureDPLogisticRegression,
@@ -23,6 +24,8 @@ ESTIMATORS = [
     DPSGDFClassifier(epsilon=50.0, epsilon_mean=1.0, delta=1e-9, epochs=5, accountant="rdp",
                      random_state=0),
     PrivateMeanCenterer(epsilon=50.0, delta=1e-9, random_state=0),
+    # Data-independent: one (low, high) pair for every column of any check's data.
+    BoundedScaler((-10.0, 10.0)),
     # Without public_mask every record is private: NoisyGD (the ablation
     # switches must be off); σ = 1 keeps the number of steps small.
     AdaMixClassifier(epsilon=50.0, delta=1e-9, noise_multiplier=1.0, projection=False,

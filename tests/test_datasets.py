@@ -431,3 +431,47 @@ def test_default_scaling_keeps_protected_columns_out_of_public_ones(adult):
 def test_preprocessor_rejects_unknown_scale_rows(bad):
     with pytest.raises(ValueError, match="scale_rows must be"):
         make_adult_preprocessor(scale_rows=bad)
+
+
+def _old_scale_numeric(X, lower, upper, log):
+    """The numeric map of make_adult_preprocessor before BoundedScaler (issue 17), verbatim."""
+    X = np.clip(np.asarray(X, dtype=np.float64), lower, upper)
+    out = np.empty_like(X)
+    out[:, ~log] = (X[:, ~log] - lower[~log]) / (upper[~log] - lower[~log])
+    out[:, log] = np.log1p(X[:, log]) / np.log1p(upper[log])
+    return out
+
+
+@pytest.mark.parametrize("scale_rows", ["constant", "l2", False])
+@pytest.mark.parametrize("as_frame", [True, False])
+def test_preprocessor_output_is_bit_identical_to_the_old_numeric_map(scale_rows, as_frame):
+    """The output, byte for byte, of the implementation before BoundedScaler (issue 17)."""
+    from sklearn.preprocessing import OneHotEncoder, normalize
+
+    from sklearn_fdp.datasets._adult import (
+        _ADULT_CATEGORIES,
+        _CATEGORICAL_FEATURES,
+        _NUMERIC_FEATURES,
+    )
+
+    X_train, _, X_test, _ = load_adult(return_X_y=True, as_frame=as_frame)
+    frame = pd.DataFrame(X_test, columns=ADULT_FEATURES) if not as_frame else X_test
+    bounds = {"age": (17.0, 90.0, False), "fnlwgt": (0.0, 1.5e6, False),
+              "education-num": (1.0, 16.0, False), "capital-gain": (0.0, 99999.0, True),
+              "capital-loss": (0.0, 99999.0, True), "hours-per-week": (1.0, 99.0, False)}
+    assert tuple(bounds) == _NUMERIC_FEATURES
+    lower, upper, log = (np.array([b[i] for b in bounds.values()]) for i in range(3))
+    numeric = _old_scale_numeric(frame[list(_NUMERIC_FEATURES)].to_numpy(), lower, upper, log)
+    onehot = OneHotEncoder(categories=[list(_ADULT_CATEGORIES[c]) for c in _CATEGORICAL_FEATURES],
+                           handle_unknown="ignore", sparse_output=False, dtype=np.float64)
+    categorical = onehot.fit_transform(frame[list(_CATEGORICAL_FEATURES)])
+    if scale_rows == "constant":  # ColumnTransformer's transformer_weights: block * weight
+        weight = 1.0 / np.sqrt(14.0)
+        numeric, categorical = numeric * weight, categorical * weight
+    expected = np.hstack([numeric, categorical])
+    if scale_rows == "l2":
+        expected = normalize(expected, norm="l2")
+    Z = make_adult_preprocessor(scale_rows=scale_rows).fit(X_train).transform(X_test)
+    assert Z.dtype == np.float64
+    np.testing.assert_array_equal(Z, expected, strict=True)
+    assert np.ascontiguousarray(Z).tobytes() == np.ascontiguousarray(expected).tobytes()

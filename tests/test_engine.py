@@ -523,15 +523,15 @@ def test_column_subset_norms_blockwise_equal_the_whole_selection(monkeypatch, dt
     # FDP's public-column norms are computed block by block (no copy of
     # X[:, public]); they must be the whole selection's norms bit for bit,
     # including when the last block would hold a single row.
-    from sklearn_fdp._engine import _feature_dp
+    from sklearn_fdp import _outofcore
     from sklearn_fdp._engine._linear import squared_row_norms
 
-    monkeypatch.setattr(_feature_dp, "_NORM_BLOCK_BYTES", block_bytes)
+    monkeypatch.setattr(_outofcore, "_NORM_BLOCK_BYTES", block_bytes)
     rng = np.random.default_rng(3)
     for n, d in [(1, 4), (2, 3), (7, 5), (1001, 37)]:
         X = rng.standard_normal((n, d)).astype(dtype)
         cols = np.flatnonzero(rng.random(d) < 0.7)
-        got = _feature_dp.column_subset_squared_norms(X, cols)
+        got = _outofcore.column_subset_squared_norms(X, cols)
         want = squared_row_norms(X[:, cols])
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)

@@ -22,8 +22,8 @@ import scipy.sparse as sp
 
 from sklearn_fdp import DPSGDClassifier, FeatureDPLogisticRegression
 from sklearn_fdp._engine import LinearGradientOracle, LinearLoss
-from sklearn_fdp._engine._feature_dp import FeatureDPPrivateOracle, FeatureDPPublicOracle
-from sklearn_fdp._engine._statistic import release_private_sum
+from sklearn_fdp._mechanisms.fdp import FeatureDPPrivateOracle, FeatureDPPublicOracle
+from sklearn_fdp._mechanisms.label_statistic import release_private_sum
 
 from .sensitivity._harness import hostile_csr
 

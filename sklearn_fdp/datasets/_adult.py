@@ -14,8 +14,10 @@ import numpy as np
 import pandas as pd
 from sklearn.compose import ColumnTransformer
 from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import FunctionTransformer, Normalizer, OneHotEncoder
+from sklearn.preprocessing import Normalizer, OneHotEncoder
 from sklearn.utils import Bunch
+
+from .._bounded import BoundedScaler
 
 __all__ = ["ADULT_PROTECTED", "load_adult", "make_adult_preprocessor"]
 
@@ -92,9 +94,10 @@ _ADULT_CATEGORIES = {
 }
 _CATEGORICAL_FEATURES = tuple(c for c in _FEATURE_NAMES if c in _ADULT_CATEGORIES)
 
-# Public bounds of the numeric columns: (lower, upper, log1p?). Values are
-# clipped to [lower, upper]; with log1p they map to log1p(x) / log1p(upper)
-# (lower is 0 there), otherwise to (x - lower) / (upper - lower).
+# Public bounds of the numeric columns: (lower, upper, log1p?), for
+# BoundedScaler. Values are clipped to [lower, upper]; with log1p they map to
+# log1p(x) / log1p(upper) (lower is 0 there), otherwise to
+# (x - lower) / (upper - lower).
 # The upper bounds of capital-gain/loss are the largest values the Census
 # coding allows (99,999 is the top code of capital-gain; 4,356 is the
 # largest capital-loss in adult.data; adult.test tops out at 3,770).
@@ -301,15 +304,6 @@ def load_adult(*, return_X_y=False, as_frame=True, split="both"):
     )
 
 
-def _scale_numeric(X, lower, upper, log):
-    """Clip each column to fixed bounds and map it to [0, 1]; no data statistic."""
-    X = np.clip(np.asarray(X, dtype=np.float64), lower, upper)
-    out = np.empty_like(X)
-    out[:, ~log] = (X[:, ~log] - lower[~log]) / (upper[~log] - lower[~log])
-    out[:, log] = np.log1p(X[:, log]) / np.log1p(upper[log])
-    return out
-
-
 def _select_columns(X, *, names):
     """Column selector: the names for a DataFrame, their file positions otherwise."""
     if hasattr(X, "columns"):
@@ -383,7 +377,8 @@ def make_adult_preprocessor(*, scale_rows="constant"):
     handle_unknown="ignore")``; a missing value (NaN) or a category not in
     the list gives an all-zero block for that column.
 
-    Numeric columns, clipped to the bounds then scaled:
+    Numeric columns, clipped to the bounds then scaled
+    (:class:`~sklearn_fdp.preprocessing.BoundedScaler`):
 
     ==============  =======================================
     age             (clip(x, 17, 90) - 17) / 73
@@ -400,7 +395,7 @@ def make_adult_preprocessor(*, scale_rows="constant"):
 
     fnlwgt (a Census sampling weight) is kept, as in the 105-column setup
     the project's reference figures use. Numeric columns must not contain
-    missing values (the Adult files have none).
+    missing or infinite values (a ValueError; the Adult files have none).
 
     The input is a DataFrame with the 14 Adult column names (any order, as
     :func:`load_adult` returns) or an array whose 14 columns are in file
@@ -421,13 +416,9 @@ def make_adult_preprocessor(*, scale_rows="constant"):
         raise ValueError(
             f"scale_rows must be 'constant', 'l2' (or True) or False; got {scale_rows!r}."
         )
-    lower = np.array([_NUMERIC_BOUNDS[c][0] for c in _NUMERIC_FEATURES])
-    upper = np.array([_NUMERIC_BOUNDS[c][1] for c in _NUMERIC_FEATURES])
-    log = np.array([_NUMERIC_BOUNDS[c][2] for c in _NUMERIC_FEATURES])
-    numeric = FunctionTransformer(
-        _scale_numeric,
-        kw_args={"lower": lower, "upper": upper, "log": log},
-        feature_names_out="one-to-one",
+    numeric = BoundedScaler(
+        [_NUMERIC_BOUNDS[c][:2] for c in _NUMERIC_FEATURES],
+        log=[_NUMERIC_BOUNDS[c][2] for c in _NUMERIC_FEATURES],
     )
     categorical = OneHotEncoder(
         categories=[list(_ADULT_CATEGORIES[c]) for c in _CATEGORICAL_FEATURES],

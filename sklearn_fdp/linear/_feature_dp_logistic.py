@@ -1,34 +1,53 @@
-"""FeatureDPLogisticRegression: logistic regression with feature DP (FDP Alg. 1)."""
+"""FeatureDPLogisticRegression: logistic regression with feature DP (FDP Alg. 1).
+
+The estimator validates, plans (:meth:`FeatureDPLogisticRegression.privacy_plan`)
+and runs one of three methods; the mechanisms live in
+:mod:`sklearn_fdp._mechanisms.fdp` (Algorithm 1: its oracles and streams, the
+public steps' scale, public pretraining) and
+:mod:`sklearn_fdp._mechanisms.label_statistic` (label DP by one release).
+"""
 
 import math
 import sys
 from numbers import Integral, Real
+from typing import NamedTuple
 
 import numpy as np
-import scipy.sparse as sp
-from sklearn.linear_model import LogisticRegression
 
-from .._engine import EngineConfig, LinearLoss, run_dp_sgd
-from .._engine._feature_dp import (
+from .._budget import calibrate_dpsgd, check_budget_params, dpsgd_schedule
+from .._docs import fill_doc
+from .._engine import LinearGradientOracle, LinearLoss, run_dp_sgd
+from .._mechanisms.fdp import (
     PUBLIC_LOSSES,
-    FeatureDPPrivateOracle,
-    FeatureDPPublicOracle,
-    column_subset_squared_norms,
-    label_prior,
+    alg1_oracles,
+    public_pretraining,
+    rescaled_for_public_steps,
+    unscale_weights,
 )
-from .._engine._linear import squared_row_norms
-from .._engine._statistic import minimise_label_free_objective, release_private_sum
+from .._mechanisms.label_statistic import (
+    STATISTIC_RIDGE,
+    minimise_label_free_objective,
+    release_label_statistic,
+)
+from .._plan import DPSGDSchedule, feature_plan
 from .._progress import progress_reporter
-from .._outofcore import RowSource, is_row_source
-from .._random import secure_if, spawn_generators
-from .._validation import Interval, StrOptions, _fit_context, atomic_fit
+from .._random import spawn_generators
+from .._validation import Interval, StrOptions, _fit_context, atomic_fit, check_delta_vs_n
 from ..features import check_label_in_spec, resolve_feature_spec, spec_feature_names
-from ._base import _NOISE, _SAMPLE, BaseDPLinearClassifier
+from ._base import (
+    _INIT,
+    _NOISE,
+    _PUBLIC,
+    _SAMPLE,
+    BaseDPLinearClassifier,
+    engine_config,
+    epoch_printer,
+    n_outputs_of,
+    resolve_learning_rate,
+    validate_linear_data,
+)
 
 METHODS = ("auto", "alg1", "dpsgd", "sufficient_statistic")
-# method="sufficient_statistic": least ridge, in units of the released
-# term's noise per coordinate (α σ C / n).
-_STATISTIC_RIDGE = 0.3
 
 # max_grad_norm="auto" for method="alg1". Rows of norm <= 1 give private
 # remainders ∇ℓ − ∇ℓ_pub mostly well below DP-SGD's whole-gradient clip of 1.
@@ -41,63 +60,6 @@ _STATISTIC_RIDGE = 0.3
 # 4, 8} — 0.5 lost 5.5 points at ε = 1 and ≤ 0.4 elsewhere, 0.3 up to 6.9,
 # 1 up to 11.6.
 _AUTO_CLIP_ALG1 = 0.5
-# Step size of the noise-free public pretraining when learning_rate="auto":
-# the value the "auto" rule takes once noise is negligible.
-_PRETRAIN_AUTO_LR = 4.0
-
-
-# Public row norms up to 1 + this count as 1 in `public_scale`: rows scaled
-# to norm 1 (e.g. by a Normalizer) round to 1 plus a few ulp, and must keep
-# their fit bit for bit.
-_PUBLIC_NORM_SLACK = 1e-6
-
-
-def public_scale(X, public_mask):
-    """What ``X`` is divided by before public steps: ``max_i ‖x_i,pub‖`` if above 1, else 1.
-
-    The public gradient (``∇ℓ_pub`` of Algorithm 1, public pretraining) is
-    not clipped, and the step size rules assume rows of norm at most 1;
-    beyond that the public steps overshoot and swamp the clipped private
-    remainder (issue 22 item 5: X * 1000 trained a chance-level model). The
-    factor reads the public columns only (public by declaration), so the
-    rescaling costs no privacy; it is 1, and nothing changes, when every
-    public row has norm at most 1.
-    """
-    cols = np.flatnonzero(public_mask)
-    if len(cols) == 0:
-        return 1.0
-    largest = math.sqrt(float(column_subset_squared_norms(X, cols).max()))
-    return largest if largest > 1.0 + _PUBLIC_NORM_SLACK else 1.0
-
-
-class _ScaledRowSource(RowSource):
-    """An out-of-core :class:`RowSource` divided by ``factor``, row block by row block."""
-
-    def __init__(self, source, factor):
-        super().__init__(source, source.dtype)
-        self.factor = self.dtype.type(factor)
-
-    def _read_rows(self, idx):
-        return self.data.gather(idx) / self.factor
-
-    def _read_slice(self, start, stop):
-        block = np.asarray(self.data._read_slice(start, stop), dtype=self.dtype)
-        return block / self.factor
-
-    def release(self):
-        self.data.release()
-
-
-def _divide(X, factor):
-    """``X / factor`` in ``X``'s dtype and format (dense, CSR or out-of-core), a new object."""
-    if is_row_source(X):
-        return _ScaledRowSource(X, factor)
-    factor = X.dtype.type(factor)
-    if sp.issparse(X):
-        out = X.copy()
-        out.data /= factor
-        return out
-    return X / factor
 
 
 def _auto_alpha(noise_std, batch_size, n_rows):
@@ -118,6 +80,113 @@ def _auto_alpha(noise_std, batch_size, n_rows):
     return float(min(1.0, 0.05 / nu)) if nu > 0 else 1.0
 
 
+class _Fit(NamedTuple):
+    """What one method's run released, and the settings it resolved (fitted attributes)."""
+
+    theta: np.ndarray  # weights for X / public_scale
+    public_scale: float
+    alpha: float
+    max_grad_norm: float
+    l2_regularization: float
+    learning_rate: float
+    n_iter: int
+
+
+def _public_part(est, plan):
+    """The settings of ``ℓ_pub``: what of a record is public and how ``ℓ_pub`` sees it."""
+    return dict(public_mask=plan.details["public_mask"], label_public=est.label_public,
+                public_loss=est.public_loss, fit_intercept=est.fit_intercept)
+
+
+def _pretrained(est, X, y, loss, plan, rng):
+    """The start of the noisy run: zeros after public pretraining (free; ``public_epochs``)."""
+    return public_pretraining(
+        X, y, loss, _zeros(est, X, loss), rng, epochs=est.public_epochs, **_public_part(est, plan),
+        batch_size=plan.details["public_batch_size"], learning_rate=est.learning_rate,
+        lr_schedule=est.lr_schedule, momentum=est.momentum,
+        l2_regularization=est.l2_regularization)
+
+
+def _run_engine(est, X, theta0, private, public, plan, gens, alpha, scale):
+    """Noisy steps from ``theta0`` under ``plan`` (the step size set for α σ C)."""
+    clip = private.max_grad_norm
+    n_rows, n_outputs = theta0.shape
+    learning_rate = resolve_learning_rate(est, alpha * plan.noise_multiplier * clip,
+                                          plan.schedule, n_rows, n_outputs)
+    result = run_dp_sgd(
+        theta0, private, X.shape[0], engine_config(est, plan, clip, learning_rate, alpha=alpha),
+        sample_rng=gens[_SAMPLE], noise_rng=gens[_NOISE], public_oracle=public,
+        callback=epoch_printer(est, plan),
+    )
+    return _Fit(result.theta, scale, alpha, clip, float(est.l2_regularization), learning_rate,
+                plan.schedule.steps)
+
+
+def _fit_alg1(est, X, y, loss, plan, gens):
+    """FDP Algorithm 1: clipped, noised ``∇ℓ − ∇ℓ_pub`` plus the noise-free ``∇ℓ_pub``."""
+    X, scale = rescaled_for_public_steps(X, plan.details["public_mask"])
+    private, public = alg1_oracles(
+        X, y, loss, **_public_part(est, plan), max_grad_norm=plan.details["max_grad_norm"],
+        public_batch_size=plan.details["public_batch_size"], public_rng=gens[_PUBLIC],
+        noise=est.noise)
+    theta0 = _pretrained(est, X, y, loss, plan, gens[_INIT])
+    alpha = (_auto_alpha(plan.noise_multiplier * private.max_grad_norm,
+                         plan.schedule.batch_size, theta0.shape[0])
+             if est.alpha == "auto" else float(est.alpha))
+    return _run_engine(est, X, theta0, private, public, plan, gens, alpha, scale)
+
+
+def _fit_dpsgd(est, X, y, loss, plan, gens):
+    """FDP (DP-SGD), §6.3: public pretraining, then DP-SGD on the whole loss."""
+    if est.public_epochs != "auto" and est.public_epochs > 0:
+        X, scale = rescaled_for_public_steps(X, plan.details["public_mask"])
+    else:
+        scale = 1.0
+    private = LinearGradientOracle(X, y, loss, est.fit_intercept, plan.details["max_grad_norm"])
+    theta0 = _pretrained(est, X, y, loss, plan, gens[_INIT])
+    return _run_engine(est, X, theta0, private, None, plan, gens, 1.0, scale)
+
+
+def _fit_statistic(est, X, y, loss, plan, gens):
+    """Label DP: one release of the θ-free private sum, then L-BFGS (post-processing)."""
+    n_samples = X.shape[0]
+    sigma = plan.noise_multiplier
+    released, clip = release_label_statistic(
+        X, y, loss, fit_intercept=est.fit_intercept,
+        max_grad_norm=plan.details["max_grad_norm"], noise_multiplier=sigma,
+        noise_rng=gens[_NOISE])
+    report = progress_reporter(1)
+    if report is not None:
+        report(1)
+    alpha = 1.0 if est.alpha == "auto" else float(est.alpha)
+    noise_std = sigma * clip
+    l2_regularization = max(float(est.l2_regularization),
+                            STATISTIC_RIDGE * alpha * noise_std / n_samples)
+    theta, n_iter = minimise_label_free_objective(
+        X, released, loss.n_outputs, fit_intercept=est.fit_intercept, alpha=alpha,
+        l2_regularization=l2_regularization, theta0=_zeros(est, X, loss, np.float64),
+    )
+    if est.verbose:
+        print(f"[{type(est).__name__}] sufficient statistic released once "
+              f"(σ = {sigma:.4g}, clip {clip:.4g}, ε = {plan.epsilon:.4g}, "
+              f"δ = {est.delta:g}); L-BFGS: {n_iter} iterations", file=sys.stdout,
+              flush=True)
+    return _Fit(theta, 1.0, alpha, clip, l2_regularization, float("nan"), n_iter)
+
+
+def _zeros(est, X, loss, dtype=None):
+    """Zero weights of shape ``(d + 1, k)`` (``d`` rows without intercept), ``X``'s dtype."""
+    return np.zeros((X.shape[1] + int(est.fit_intercept), loss.n_outputs),
+                    dtype=X.dtype if dtype is None else dtype)
+
+
+# The one dispatch on `method` ("auto" resolved by privacy_plan): how each
+# method runs, and its clip for max_grad_norm="auto".
+_METHOD_RUNS = {"alg1": _fit_alg1, "dpsgd": _fit_dpsgd, "sufficient_statistic": _fit_statistic}
+_AUTO_CLIP = {"alg1": _AUTO_CLIP_ALG1, "dpsgd": 1.0, "sufficient_statistic": 1.0}
+
+
+@fill_doc
 class FeatureDPLogisticRegression(BaseDPLinearClassifier):
     """Logistic regression with feature differential privacy (FDP Algorithm 1).
 
@@ -189,13 +258,8 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         label-free ``ℓ_pub`` has no minimiser). A number: that many passes
         of noise-free SGD on ``ℓ_pub`` (needs ``label_public=True``; step
         size ``learning_rate``, or 4 when it is ``"auto"``).
-    epsilon : float or None, default=1.0
-        Privacy budget of one call to ``fit``, in (0, inf). The noise
-        multiplier is calibrated so that the run spends at most this. May be
-        None only when ``noise_multiplier`` is given.
-    delta : float, default=1e-5
-        δ of the guarantee, in (0, 1). Keep it well below ``1 / n_samples``
-        (a warning is issued otherwise).
+    [[epsilon]]
+    [[delta]]
     max_grad_norm : float or "auto", default="auto"
         Clip norm ``C`` of each per-example private gradient, > 0. With rows
         of norm at most 1 and an intercept, a logistic gradient has norm at
@@ -204,44 +268,19 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         (chosen by validation on adult.data and the Purchase-like data; see
         ``_AUTO_CLIP_ALG1``), and 1 (DP-SGD's default) for ``"dpsgd"`` and
         ``"sufficient_statistic"``. ``max_grad_norm_`` records the value used.
-    noise_multiplier : float or None, default=None
-        σ. When given, ε is computed rather than targeted; if ``epsilon`` is
-        also given, ``fit`` raises :class:`BudgetExceededError` when the
-        run would spend more than ``epsilon``.
-    batch_size : int or "auto", default="auto"
-        Expected Poisson batch size ``q * n``. ``"auto"`` uses
-        ``clip(round(8 * sqrt(n)), 64, 4096)``.
-    epochs : float, default=10.0
-        Passes over the data; the number of steps is
-        ``ceil(epochs * n / batch_size)``.
-    learning_rate : float or "auto", default="auto"
-        Base step size. ``"auto"`` scales it to the noise of each step:
-        ``min(4 k^0.3, sqrt(k) 0.005 B^1.5 / (σ C sqrt(d + 1)))`` for ``d``
-        features, ``k`` output columns (1 if binary), clip ``C``, expected
-        batch ``B`` (a rule fitted on a validation split of Adult; see
-        ``benchmarks/bench_adult.py``).
-    lr_schedule : {"constant", "cosine", "linear"}, default="cosine"
-        Decay of the step size over the run.
+    [[noise_multiplier]]
+    [[batch_size]]
+    [[epochs]]
+    [[learning_rate]]
+    [[lr_schedule]]
     momentum : float, default=0.9
         Heavy-ball momentum in [0, 1).
-    average : bool, default=True
-        Return the average of the iterates of the second half of the run
-        (post-processing: free) instead of the last one.
-    l2_regularization : float, default=0.0
-        Weight decay ``λ θ`` added to every step.
-    fit_intercept : bool, default=True
-        Fit an intercept; it is part of every per-example gradient and hence
-        clipped and noised with it.
-    accountant : {"auto", "pld", "rdp"}, default="auto"
-        dp-accounting's accountant. ``"pld"`` (privacy-loss distributions) is
-        the tightest: 5-8 % less noise than ``"rdp"`` for the same ε, but
-        slow to evaluate for large ε. ``"auto"`` uses PLD for ``epsilon <= 2``
-        (and for ``neighboring="replace"``) and RDP above.
-    neighboring : {"add_remove", "replace"}, default="add_remove"
-        Neighbouring relation of the guarantee. ``"replace"`` needs PLD
-        (``accountant="pld"`` or ``"auto"``).
-    random_state : int, RandomState instance or None, default=None
-        Seeds the batches and the noise; a fixed value reproduces ``coef_``.
+    [[average]]
+    [[l2_regularization]]
+    [[fit_intercept]]
+    [[accountant]]
+    [[neighboring]]
+    [[random_state]]
     noise : {"default", "secure"}, default="default"
         Source of the randomness privacy rests on: the Poisson batch coins and the
         Gaussian noise of the steps. ``"default"``: NumPy PCG64 streams spawned
@@ -254,15 +293,8 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         no longer reproduces the fit (it still seeds the public batches, their
         padding and the pretraining). The accounting, and so ``epsilon_``, is
         the same.
-    verbose : int, default=0
-        Print the ε spent after every epoch.
-    classes : array-like of shape (n_classes,) or None, default=None
-        Every label the task can have, a public list chosen without looking
-        at ``y``; ``classes_`` is then this list (sorted) whatever ``y``
-        holds, and a label of ``y`` outside it raises ``ValueError``. None:
-        ``classes_`` is read from ``y`` and is not private (a label seen
-        once, or missing, shows in it); give ``classes`` whenever the label
-        is protected and some class may be rare.
+    [[verbose]]
+    [[classes]]
 
     Attributes
     ----------
@@ -276,25 +308,19 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         Column names the feature specs were resolved against:
         ``feature_names_in_``, else the ``feature_names`` passed to ``fit``
         (as :class:`~sklearn_fdp.pipeline.PrivatePipeline` does), else None.
-    epsilon_ : float
-        ε the run actually spent at ``delta_`` (≤ ``epsilon``).
-    delta_ : float
-    noise_multiplier_ : float
-        σ used (calibrated or given).
-    sampling_rate_ : float
-        Poisson rate ``q = batch_size_ / n_samples``.
-    batch_size_ : int
-        Expected batch size used.
-    learning_rate_ : float
-        Step size used.
-    steps_ : int
-        Number of noisy steps.
+    [[epsilon_]]
+    [[delta_]]
+    [[noise_multiplier_]]
+    [[sampling_rate_]]
+    [[batch_size_]]
+    [[learning_rate_]]
+    [[steps_]]
     n_iter_ : int
-        Same as ``steps_``.
-    accountant_ : str
-        Accountant that computed ``noise_multiplier_`` and ``epsilon_``.
-    dp_event_ : dp_accounting.DpEvent
-        The mechanism run by ``fit``, for re-accounting (e.g. at another δ).
+        Same as ``steps_``; for ``method_="sufficient_statistic"`` the L-BFGS
+        iterations.
+    [[accountant_]]
+    [[dp_event_]]
+    [[privacy_plan_]]
     public_mask_ : ndarray of bool of shape (n_features_in_,)
         Which columns were treated as public.
     public_features_ : ndarray of int
@@ -376,7 +402,11 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
     ([0, 1], True)
     """
 
+    # The model's loss, not a parameter (predict_proba is available).
+    loss = "log_loss"
+
     _parameter_constraints: dict = {
+        # Every parameter of the base but `loss`, which is fixed here.
         **{k: v for k, v in BaseDPLinearClassifier._parameter_constraints.items()
            if k != "loss"},
         "public_features": "no_validation",
@@ -448,238 +478,10 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         self.verbose = verbose
         self.classes = classes
 
-    # -- hooks of BaseDPLinearClassifier -------------------------------------
-
-    def _loss_name(self):
-        return "log_loss"
-
-    def _check_params(self, X, y):
-        super()._check_params(X, y)
-        check_label_in_spec(self, X, y)
-        if self.public_epochs != "auto" and self.public_epochs > 0 and not self.label_public:
-            raise ValueError(
-                f"public_epochs={self.public_epochs!r} of {type(self).__name__} needs "
-                "label_public=True: with a private label the public loss is label-free "
-                "(its gradient x pᵀ pushes every score down) and pretraining on it "
-                "alone has no minimiser. Set public_epochs=0 or label_public=True."
-            )
-
-    def _setup_fit(self, X, batch_size):
-        n_samples, n_features = X.shape
-        name = type(self).__name__
-        # fit stored its `feature_names` argument here; resolve it against X.
-        self.feature_names_ = spec_feature_names(self, n_features, self.feature_names_)
-        self.public_mask_ = resolve_feature_spec(
-            self.public_features,
-            self.private_features,
-            n_features,
-            self.feature_names_,
-            name,
-            label_public=self.label_public,
-        )
-        self.public_features_ = np.flatnonzero(self.public_mask_)
-        self.private_features_ = np.flatnonzero(~self.public_mask_)
-        self.label_public_ = bool(self.label_public)
-        label_dp_only = not self.label_public and bool(self.public_mask_.all())
-        if self.method == "auto":
-            self.method_ = "sufficient_statistic" if label_dp_only else "alg1"
-        elif self.method == "sufficient_statistic" and not label_dp_only:
-            raise ValueError(
-                f"method='sufficient_statistic' of {name} is for label DP: every feature "
-                "public and label_public=False (only then is the private part of the "
-                f"gradient free of θ). Got {len(self.private_features_)} private column(s) "
-                f"and label_public={self.label_public!r}; use method='alg1' or 'auto'."
-            )
-        else:
-            self.method_ = self.method
-        if self.max_grad_norm != "auto":
-            self.max_grad_norm_ = float(self.max_grad_norm)
-        else:
-            self.max_grad_norm_ = _AUTO_CLIP_ALG1 if self.method_ == "alg1" else 1.0
-        self.l2_regularization_ = float(self.l2_regularization)
-        if self.public_batch_size == "auto":
-            self.public_batch_size_ = int(batch_size)
-        elif self.public_batch_size == "full":
-            self.public_batch_size_ = int(n_samples)
-        elif self.public_batch_size > n_samples:
-            raise ValueError(
-                f"`public_batch_size` of {name} is {self.public_batch_size!r} but the "
-                f"data have only {n_samples} rows. Use public_batch_size <= n_samples, "
-                "'full' or 'auto'."
-            )
-        else:
-            self.public_batch_size_ = int(self.public_batch_size)
-        pretrains = self.public_epochs != "auto" and self.public_epochs > 0
-        self.public_scale_ = (public_scale(X, self.public_mask_)
-                              if self.method_ == "alg1" or pretrains else 1.0)
-
-    def _engine_data(self, X):
-        # Public steps on X / public_scale_ (a factor of the public columns:
-        # free); coef_ is mapped back in _store_fit.
-        return X if self.public_scale_ == 1.0 else _divide(X, self.public_scale_)
-
-    def _store_fit(self, theta, classes, dtype, **kwargs):
-        name = type(self).__name__
-        # A check of the released (DP) parameters only: post-processing, free.
-        if not np.all(np.isfinite(theta)):
-            raise ValueError(
-                f"Training of {name} diverged: the released weights are not finite. The "
-                "public gradient (ℓ_pub of method='alg1', public pretraining) is not "
-                f"clipped; learning_rate={self.learning_rate!r}. Lower learning_rate, or "
-                "scale the columns to a data-independent range (e.g. "
-                "sklearn_fdp.datasets.make_adult_preprocessor, or a FunctionTransformer "
-                "with fixed bounds)."
-            )
-        if self.public_scale_ != 1.0:
-            n_features = theta.shape[0] - int(self.fit_intercept)
-            theta = theta.astype(np.float64)
-            theta[:n_features] /= self.public_scale_  # shrinks: stays finite
-        super()._store_fit(theta, classes, dtype, **kwargs)
-
-    def _public_oracle(self, X, y_enc, loss, sample_rng, pad_rng):
-        return FeatureDPPublicOracle(
-            X, y_enc, loss, self.public_mask_, self.label_public, self.public_loss,
-            self.fit_intercept, self.public_batch_size_, sample_rng, pad_rng,
-        )
-
-    def _make_oracles(self, X, y_enc, loss, public_rng):
-        if self.method_ == "dpsgd":
-            return self._make_private_oracle(X, y_enc, loss), None
-        # Three independent children of the public stream: public batches,
-        # their padding, and the padding of the private batch's ℓ_pub term.
-        sample_rng, pub_pad_rng, priv_pad_rng = public_rng.spawn(3)
-        # The private batch's padding enters the private sum: who knows it can
-        # couple D and D' (one record removed) so that every later record's
-        # padding shifts, and the sum moves by several C. It is a private
-        # stream: from the OS CSPRNG in secure mode, like the noise and the
-        # batch coins (issue 16 item 5). All three are still spawned, so the
-        # public streams are the same in both modes.
-        private = FeatureDPPrivateOracle(
-            X, y_enc, loss, self.public_mask_, self.label_public, self.public_loss,
-            self.fit_intercept, self.max_grad_norm_,
-            pad_rng=secure_if(priv_pad_rng, self.noise),
-        )
-        return private, self._public_oracle(X, y_enc, loss, sample_rng, pub_pad_rng)
-
-    def _engine_extra(self, noise_std, batch_size, n_rows):
-        if self.method_ != "alg1":
-            self.alpha_ = 1.0
-            return {}
-        self.alpha_ = (_auto_alpha(noise_std, batch_size, n_rows) if self.alpha == "auto"
-                       else float(self.alpha))
-        return {"alpha": self.alpha_}
-
-    def _clip_norm(self):
-        return self.max_grad_norm_
-
-    def _fits_without_engine(self):
-        return self.method_ == "sufficient_statistic"
-
-    def _fit_without_engine(self, X, classes, y_index):
-        """Label DP by one release of the θ-free private sum (``_engine/_statistic.py``)."""
-        n_samples, n_features = X.shape
-        n_outputs = 1 if len(classes) == 2 else len(classes)
-        # The largest norm a record's term x~ (π − e_y)ᵀ can have, from the
-        # public features and the (data-independent) worst label: clipping
-        # above it only adds noise. Free: the features are public here.
-        prior = label_prior(n_outputs)
-        label_factor = 0.5 if n_outputs == 1 else math.sqrt(1.0 - prior)
-        row_sq = float(squared_row_norms(X).max()) + float(self.fit_intercept)
-        requested = self.max_grad_norm_  # resolved by _setup_fit ("auto": 1)
-        self.max_grad_norm_ = float(min(requested, math.sqrt(row_sq) * label_factor))
-        if self.max_grad_norm_ <= 0:  # all-zero rows and no intercept: nothing to learn
-            self.max_grad_norm_ = requested
-        # One Gaussian mechanism: a "DP-SGD run" of one step at sampling rate 1.
-        sigma, event, spent, accountant = self._budget(n_samples, 1.0, 1)
-        loss = LinearLoss("log_loss", n_outputs)
-        gens = spawn_generators(self.random_state, 4, noise=self.noise,
-                                private_streams=(_SAMPLE, _NOISE))
-        oracle = FeatureDPPrivateOracle(
-            X, loss.encode(y_index), loss, self.public_mask_, False, "mask",
-            self.fit_intercept, self.max_grad_norm_,
-        )
-        theta0 = np.zeros((n_features + int(self.fit_intercept), n_outputs), dtype=np.float64)
-        noise_std = sigma * self.max_grad_norm_
-        released = release_private_sum(oracle, n_samples, theta0.astype(X.dtype), noise_std,
-                                       gens[_NOISE])
-        report = progress_reporter(1)
-        if report is not None:
-            report(1)
-        self.alpha_ = 1.0 if self.alpha == "auto" else float(self.alpha)
-        # A ridge of at least this keeps the released term's noise (std
-        # α σ C / n per coordinate) from driving rare columns' weights to
-        # infinity (validation split of adult.data: best near 0.3 x that).
-        self.l2_regularization_ = max(float(self.l2_regularization),
-                                      _STATISTIC_RIDGE * self.alpha_ * noise_std / n_samples)
-        theta, n_iter = minimise_label_free_objective(
-            X, released, n_outputs, fit_intercept=self.fit_intercept, alpha=self.alpha_,
-            l2_regularization=self.l2_regularization_, theta0=theta0,
-        )
-        if self.verbose:
-            print(f"[{type(self).__name__}] sufficient statistic released once "
-                  f"(σ = {sigma:.4g}, clip {self.max_grad_norm_:.4g}, ε = {spent:.4g}, "
-                  f"δ = {self.delta:g}); L-BFGS: {n_iter} iterations", file=sys.stdout,
-                  flush=True)
-        self._store_fit(theta, classes, X.dtype, n_iter=n_iter, steps=1, batch_size=n_samples,
-                        learning_rate=float("nan"), sampling_rate=1.0, sigma=sigma,
-                        event=event, spent=spent, accountant=accountant)
-        return self
-
-    def _initial_theta(self, X, y_enc, loss, rng, theta0):
-        """Public pretraining (Remark 2): fit ``ℓ_pub`` only, without noise."""
-        if self.public_epochs == "auto":
-            return self._public_minimiser(X, y_enc, theta0) if self.label_public else theta0
-        if self.public_epochs <= 0:
-            return theta0
-        n_samples = X.shape[0]
-        sample_rng, pad_rng = rng.spawn(2)
-        public = self._public_oracle(X, y_enc, loss, sample_rng, pad_rng)
-        steps = max(1, math.ceil(self.public_epochs * n_samples / self.public_batch_size_))
-        lr = _PRETRAIN_AUTO_LR if self.learning_rate == "auto" else float(self.learning_rate)
-        config = EngineConfig(
-            steps=steps,
-            sampling_rate=1.0,  # the "private" part below is identically zero
-            noise_multiplier=0.0,
-            max_grad_norm=np.inf,
-            learning_rate=lr,
-            lr_schedule=self.lr_schedule,
-            momentum=self.momentum,
-            alpha=0.0,
-            l2_regularization=self.l2_regularization,
-        )
-        result = run_dp_sgd(
-            theta0,
-            lambda idx, theta: np.zeros_like(theta),
-            n_samples,
-            config,
-            sample_rng=rng,
-            noise_rng=rng,
-            public_oracle=public,
-        )
-        return result.theta
-
-    def _public_minimiser(self, X, y_enc, theta0):
-        """Minimiser of the masked public loss: logistic regression on the public columns.
-
-        Uses the public columns and the (public) label only, so it is free
-        (Remark 2). With ``public_loss="gaussian_pad"`` it is the minimiser
-        of the masked loss, a close start for the padded one.
-        """
-        public_idx = np.flatnonzero(self.public_mask_)
-        theta = theta0.copy()
-        if len(public_idx) == 0:
-            return theta
-        model = LogisticRegression(fit_intercept=self.fit_intercept, max_iter=1000)
-        model.fit(X[:, public_idx], y_enc)
-        theta[public_idx] = model.coef_.T.astype(theta.dtype)
-        if self.fit_intercept:
-            theta[X.shape[1]] = model.intercept_.astype(theta.dtype)
-        return theta
-
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
     def fit(self, X, y, feature_names=None):
-        """Fit the model with FDP Algorithm 1 (or pretraining + DP-SGD).
+        """Fit the model with FDP Algorithm 1 (or pretraining + DP-SGD, or label DP).
 
         Parameters
         ----------
@@ -709,5 +511,130 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
             When the released weights are not finite (the training diverged,
             e.g. at a huge ``learning_rate``); an earlier fit is kept.
         """
-        self.feature_names_ = feature_names  # validated against X in _setup_fit
-        return self._fit_engine(X, y)
+        check_label_in_spec(self, X, y)
+        X, classes, y_index = validate_linear_data(self, X, y)
+        n_samples, n_features = X.shape
+        name = type(self).__name__
+        check_delta_vs_n(self.delta, n_samples, name)
+        names = spec_feature_names(self, n_features, feature_names)
+        plan = self.privacy_plan(n_samples, n_features, feature_names=names)
+        method, public_mask = plan.details["method"], plan.details["public_mask"]
+        loss = LinearLoss("log_loss", n_outputs_of(classes))
+        # noise="secure": the batch coins and the noise come from the OS CSPRNG
+        # (Algorithm 1's private padding too: alg1_oracles decides that).
+        gens = spawn_generators(self.random_state, 4, noise=self.noise,
+                                private_streams=(_SAMPLE, _NOISE))
+        run = _METHOD_RUNS[method](self, X, loss.encode(y_index), loss, plan, gens)
+        # A check of the released (DP) parameters only: post-processing, free.
+        if not np.all(np.isfinite(run.theta)):
+            raise ValueError(
+                f"Training of {name} diverged: the released weights are not finite. The "
+                "public gradient (ℓ_pub of method='alg1', public pretraining) is not "
+                f"clipped; learning_rate={self.learning_rate!r}. Lower learning_rate, or "
+                "scale the columns to a data-independent range (e.g. "
+                "sklearn_fdp.datasets.make_adult_preprocessor, or a FunctionTransformer "
+                "with fixed bounds)."
+            )
+        theta = unscale_weights(run.theta, run.public_scale, n_features)
+        self._store_linear(theta, classes, X.dtype, plan, run.learning_rate)
+        self.n_iter_ = run.n_iter  # L-BFGS iterations for the statistic, else steps_
+        self.method_ = method
+        self.feature_names_ = names
+        self.public_mask_ = public_mask
+        self.public_features_ = np.flatnonzero(public_mask)
+        self.private_features_ = np.flatnonzero(~public_mask)
+        self.label_public_ = bool(self.label_public)
+        self.public_batch_size_ = plan.details["public_batch_size"]
+        self.public_scale_ = run.public_scale
+        self.alpha_ = run.alpha
+        self.max_grad_norm_ = run.max_grad_norm
+        self.l2_regularization_ = run.l2_regularization
+        return self
+
+    def privacy_plan(self, n_samples, n_features, *, feature_names=None):
+        """What a fit on ``n_samples`` × ``n_features`` data spends and protects.
+
+        Computed from public quantities only (the shape, the column names
+        and the parameters); ``fit`` runs with the σ it holds and stores it
+        as ``privacy_plan_``. It protects the private columns (and the
+        label unless ``label_public``); its ``details`` hold the resolved
+        ``method``, ``public_mask``, ``max_grad_norm`` (for
+        ``"sufficient_statistic"`` the fit may clip lower, see
+        ``max_grad_norm_``) and ``public_batch_size``.
+
+        Parameters
+        ----------
+        n_samples : int
+            Number of training rows.
+        n_features : int
+            Number of input columns.
+        feature_names : array-like of str or None, default=None
+            Column names, to resolve names in ``public_features`` /
+            ``private_features`` and to name the protected columns (else
+            ``"x<i>"``).
+
+        Returns
+        -------
+        plan : PrivacyPlan
+        """
+        check_budget_params(self)
+        name = type(self).__name__
+        if self.public_epochs != "auto" and self.public_epochs > 0 and not self.label_public:
+            raise ValueError(
+                f"public_epochs={self.public_epochs!r} of {name} needs "
+                "label_public=True: with a private label the public loss is label-free "
+                "(its gradient x pᵀ pushes every score down) and pretraining on it "
+                "alone has no minimiser. Set public_epochs=0 or label_public=True."
+            )
+        sgd = dpsgd_schedule(self, n_samples)  # checks batch_size for every method
+        public_mask = resolve_feature_spec(self.public_features, self.private_features,
+                                           n_features, feature_names, name,
+                                           label_public=self.label_public)
+        method = _resolve_method(self, public_mask)
+        details = dict(
+            method=method, public_mask=public_mask,
+            max_grad_norm=(_AUTO_CLIP[method] if self.max_grad_norm == "auto"
+                           else float(self.max_grad_norm)),
+            public_batch_size=_public_batch_size(self, sgd.batch_size, n_samples),
+        )
+        # The label statistic is one Gaussian release: a DP-SGD step at rate 1.
+        schedule = (DPSGDSchedule(batch_size=n_samples, sampling_rate=1.0, steps=1)
+                    if method == "sufficient_statistic" else sgd)
+        sigma, event, spent, accountant = calibrate_dpsgd(self, schedule.sampling_rate,
+                                                          schedule.steps)
+        private = np.flatnonzero(~public_mask)
+        protected = ([f"x{int(i)}" for i in private] if feature_names is None
+                     else [str(feature_names[int(i)]) for i in private])
+        return feature_plan(event, spent, float(self.delta), accountant, protected,
+                            not self.label_public, noise_multiplier=sigma, schedule=schedule,
+                            details=details)
+
+
+def _resolve_method(est, public_mask):
+    """``method`` with ``"auto"`` resolved; ``"sufficient_statistic"`` only for label DP."""
+    label_dp_only = not est.label_public and bool(public_mask.all())
+    if est.method == "auto":
+        return "sufficient_statistic" if label_dp_only else "alg1"
+    if est.method == "sufficient_statistic" and not label_dp_only:
+        raise ValueError(
+            f"method='sufficient_statistic' of {type(est).__name__} is for label DP: every "
+            "feature public and label_public=False (only then is the private part of the "
+            f"gradient free of θ). Got {int((~public_mask).sum())} private column(s) "
+            f"and label_public={est.label_public!r}; use method='alg1' or 'auto'."
+        )
+    return est.method
+
+
+def _public_batch_size(est, batch_size, n_samples):
+    """``public_batch_size`` resolved: the expected private batch, all rows, or as given."""
+    if est.public_batch_size == "auto":
+        return int(batch_size)
+    if est.public_batch_size == "full":
+        return int(n_samples)
+    if est.public_batch_size > n_samples:
+        raise ValueError(
+            f"`public_batch_size` of {type(est).__name__} is {est.public_batch_size!r} but "
+            f"the data have only {n_samples} rows. Use public_batch_size <= n_samples, "
+            "'full' or 'auto'."
+        )
+    return int(est.public_batch_size)

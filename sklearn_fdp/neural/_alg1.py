@@ -24,7 +24,7 @@ replaces the private ones by fresh N(0, 1) draws (``"gaussian_pad"``) or
 zeros (``"mask"``); with a private label ``ℓ_pub`` is the cross-entropy
 against the uniform prior (label-free), the MLP analogue of the label-DP
 case study of §5 (as for the linear model, see
-:mod:`sklearn_fdp._engine._feature_dp`).
+:mod:`sklearn_fdp._mechanisms.fdp`).
 
 Which streams are private is decided here (:func:`spawn_streams`): the
 Poisson coins, the noise and the padding of the private batch's ``ℓ_pub``

@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .. import accounting
 from .._budget import calibrate_dpsgd, check_budget_params, dpsgd_schedule
 from .._docs import fill_doc
-from .._engine._feature_dp import PUBLIC_LOSSES
+from .._mechanisms.fdp import PUBLIC_LOSSES
 from .._outofcore import should_stream, validate_row_source
 from .._plan import feature_plan, record_plan
 from .._random import NOISE_OPTIONS

@@ -172,11 +172,11 @@ def test_sparse_rejected_and_large_delta_warns(offset):
 
 # -- variant="analysed" (Algorithm 2) ------------------------------------------
 
-from sklearn_fdp.linear._dpsgdf import (  # noqa: E402
-    _distance_histogram,
-    _geometric_edges,
-    _plan_mean_rounds,
-    _private_upper_quantile,
+from sklearn_fdp._mechanisms.dpsgdf import (  # noqa: E402
+    distance_histogram,
+    geometric_edges,
+    plan_mean_rounds,
+    private_upper_quantile,
 )
 
 
@@ -241,26 +241,27 @@ def test_analysed_revert_matches_the_augmented_model(offset):
 def test_histogram_has_sensitivity_one_and_quantile_bounds():
     rng = np.random.default_rng(0)
     dist = rng.uniform(0, 3.0, size=1000)
-    edges = _geometric_edges(10.0, 1000)
+    edges = geometric_edges(10.0, 1000)
     assert edges[-1] == 10.0 and edges[0] == pytest.approx(10.0 * 2.0 ** -(len(edges) - 1))
     assert edges[0] <= 10.0 / 1000**2
-    h = _distance_histogram(dist, edges)
+    h = distance_histogram(dist, edges)
     assert h.sum() == 1000
     # Adding one row (anywhere in [0, top]) adds exactly one unit to one bin.
     for extra in [0.0, 1e-9, 2.5, 10.0]:
-        diff = _distance_histogram(np.append(dist, extra), edges) - h
+        diff = distance_histogram(np.append(dist, extra), edges) - h
         assert diff.sum() == 1 and np.abs(diff).max() == 1
     # With little noise, τ is the upper edge of the bin holding the max: in (max, 2 max].
-    tau = _private_upper_quantile(dist, 10.0, 1.0, np.random.default_rng(1))
+    tau, event = private_upper_quantile(dist, 10.0, 1.0, np.random.default_rng(1))
     assert dist.max() <= tau <= 2 * dist.max()
+    assert event == accounting.gaussian_event(1.0)  # one Gaussian release of the histogram
     # Tiny budget (huge noise): nothing passes the threshold and τ falls back to top.
-    assert _private_upper_quantile(dist, 10.0, 1e6, np.random.default_rng(1)) == 10.0
+    assert private_upper_quantile(dist, 10.0, 1e6, np.random.default_rng(1))[0] == 10.0
 
 
 def test_plan_of_the_mean_rounds_uses_public_values_only():
     # Few rows for the dimension: refinement cannot help, the plain Gaussian mean.
-    assert _plan_mean_rounds(20.0, 100, 50)[0] == 1
-    rounds, sigma_k = _plan_mean_rounds(5.0, 100000, 2)
+    assert plan_mean_rounds(20.0, 100, 50)[0] == 1
+    rounds, sigma_k = plan_mean_rounds(5.0, 100000, 2)
     assert rounds > 1 and sigma_k == pytest.approx(5.0 * np.sqrt(2 * rounds - 1))
 
 

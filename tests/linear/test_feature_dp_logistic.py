@@ -10,7 +10,7 @@ from sklearn.preprocessing import Normalizer
 from sklearn_fdp import (AdaMixClassifier, DPSGDClassifier, DPSGDFClassifier,
                          FeatureDPLogisticRegression)
 from sklearn_fdp._engine import LinearLoss, PoissonSampler, UniformSampler
-from sklearn_fdp._engine._feature_dp import FeatureDPPrivateOracle, FeatureDPPublicOracle
+from sklearn_fdp._mechanisms.fdp import FeatureDPPrivateOracle, FeatureDPPublicOracle
 
 from .._reference import clipped_sum, per_example_gradients
 
@@ -476,7 +476,7 @@ def test_released_statistic_noise_is_exactly_gaussian():
     # coordinates (10 seeds x 2,000 parameters) against the exact law.
     from scipy import stats
 
-    from sklearn_fdp._engine._statistic import release_private_sum
+    from sklearn_fdp._mechanisms.label_statistic import release_private_sum
 
     theta = np.zeros((1000, 2))
     values = np.concatenate([
@@ -499,12 +499,12 @@ def test_sufficient_statistic_secure_noise_and_pickle(binary):
 def test_sufficient_statistic_in_row_blocks_matches_one_block(binary, monkeypatch):
     # Large (or out-of-core) data: the release and every objective evaluation
     # run over row blocks; only the summation order changes.
-    from sklearn_fdp._engine import _statistic
+    from sklearn_fdp._mechanisms import label_statistic
 
     X, y = binary
     names = [f"f{i}" for i in range(8)]
     whole = _label_dp(epsilon=1.0, random_state=0).fit(X, y, feature_names=names)
-    monkeypatch.setattr(_statistic, "CHUNK_ROWS", 300)
+    monkeypatch.setattr(label_statistic, "CHUNK_ROWS", 300)
     blocks = _label_dp(epsilon=1.0, random_state=0).fit(X, y, feature_names=names)
     np.testing.assert_allclose(blocks.coef_, whole.coef_, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(blocks.intercept_, whole.intercept_, rtol=1e-6, atol=1e-8)
@@ -518,7 +518,7 @@ def test_private_gradient_norms_are_the_explicit_norms_at_any_public_scale(pad, 
     # The norm of [x_P (r − r_pub)ᵀ ; x_Q rᵀ − g r_pubᵀ] from orthogonal pieces
     # (issue 16 item 4: the closed form lost the private block at large
     # public scales). Compared with the explicit matrices, blockwise.
-    from sklearn_fdp._engine._feature_dp import private_gradient_norms_sq
+    from sklearn_fdp._mechanisms.fdp import private_gradient_norms_sq
 
     rng = np.random.default_rng(k)
     m, d_pub, p = 50, 4, 3

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from sklearn_fdp import _kernels as K
 from sklearn_fdp._engine import LinearGradientOracle, LinearLoss
-from sklearn_fdp._engine._feature_dp import FeatureDPPrivateOracle
+from sklearn_fdp._mechanisms.fdp import FeatureDPPrivateOracle
 
 
 def assert_norm_at_most(v, clip, what=""):

@@ -1,7 +1,8 @@
 """Sensitivity of every release of :class:`~sklearn_fdp.DPSGDFClassifier`.
 
-What the accountant of a fit assumes (``linear/_dpsgdf.py``, ``_other_events``
-and ``_budget``; DPSGD-F paper, Algorithms 2 and 3), per release, under
+What the accountant of a fit assumes (``DPSGDFClassifier.privacy_plan``; the
+releases are in ``_mechanisms/dpsgdf.py`` and ``_mechanisms/gaussian_mean.py``;
+DPSGD-F paper, Algorithms 2 and 3), per release, under
 add/remove (``neighboring="replace"`` doubles every multiplier, i.e. assumes
 twice the sensitivity):
 
@@ -37,12 +38,17 @@ from hypothesis import strategies as st
 
 from sklearn_fdp import DPSGDFClassifier
 from sklearn_fdp._engine import LinearGradientOracle, LinearLoss
-from sklearn_fdp.linear._dpsgdf import (
-    _clipped_sum_around,
-    _coarse_to_fine_mean,
-    _distance_histogram,
-    _geometric_edges,
+from sklearn_fdp._mechanisms.dpsgdf import (
+    algorithm3_rows,
+    augment_rows,
+    centre_rows,
+    coarse_to_fine_mean,
+    distance_histogram,
+    geometric_edges,
 )
+from sklearn_fdp._mechanisms.gaussian_mean import bounded_row_sum, scale_rows
+from sklearn_fdp.linear._base import validate_linear_data
+from sklearn_fdp.linear._dpsgdf import VARIANTS as PLANS
 
 from ._harness import SCALES, adversarial_dense, assert_sensitivity, remove_one
 
@@ -73,7 +79,8 @@ def preprocessed(variant, X, y, feature_norm):
     neighbour may lack a class).
     """
     est = _estimator(variant, feature_norm)
-    Xs, _, _ = est._validate_training_data(X, np.arange(X.shape[0]) % 2)
+    X, _, _ = validate_linear_data(est, X, np.arange(X.shape[0]) % 2, accept_sparse=False)
+    Xs = scale_rows(X, float(feature_norm), PLANS[variant].row_scaling)
     return est, Xs, np.asarray(y)
 
 
@@ -82,10 +89,9 @@ def mean_sum(variant, X, y, feature_norm):
     est, Xs, y_index = preprocessed(variant, X, y, feature_norm)
     n = X.shape[0]
     if variant == "practical":
-        loss = LinearLoss("log_loss", 1)
-        est._make_oracles(Xs, loss.encode(np.arange(n) % 2), loss, ZeroNoise())
-        return est._private_mean[0] * n
-    mean, _, _ = _coarse_to_fine_mean(Xs, feature_norm, 1, 1.0, ZeroNoise())
+        _, (mean, _), _ = algorithm3_rows(Xs, float(feature_norm), 1.0, ZeroNoise())
+        return mean * n
+    (mean, _, _), _ = coarse_to_fine_mean(Xs, feature_norm, 1, 1.0, ZeroNoise())
     return mean * n
 
 
@@ -191,8 +197,8 @@ def test_later_rounds_clipped_sum(relation, case, noise_scale, radius_factor):
     _, Xs2, _ = preprocessed("analysed", X2, y2, R)
     centre = _released_centre(case["rng"], Xs, noise_scale * R)
     radius = radius_factor * R
-    a = _clipped_sum_around(np.asarray(Xs, dtype=np.float64), centre, radius)
-    b = _clipped_sum_around(np.asarray(Xs2, dtype=np.float64), centre, radius)
+    a = bounded_row_sum(Xs, radius, "clip", centre=centre)
+    b = bounded_row_sum(Xs2, radius, "clip", centre=centre)
     assert_sensitivity(a, b, _factor(relation) * radius, n_terms=len(X), clip=radius,
                        dtype=np.float64, what=f"DPSGD-F analysed round k ({relation})")
 
@@ -203,8 +209,8 @@ def test_later_round_of_tiny_rows():
     true_norm = float(np.linalg.norm(X[0] * 1e150) / 1e150)
     radius = 0.5 * true_norm
     centre = np.zeros(X.shape[1])
-    a = _clipped_sum_around(X, centre, radius) / radius  # in units of r (no underflow below)
-    b = _clipped_sum_around(X[1:], centre, radius) / radius
+    a = bounded_row_sum(X, radius, "clip", centre=centre) / radius  # in units of r
+    b = bounded_row_sum(X[1:], radius, "clip", centre=centre) / radius  # (no underflow below)
     ratio = assert_sensitivity(a, b, 1.0, n_terms=len(X), clip=1.0, dtype=np.float64,
                                what="DPSGD-F analysed round k, tiny offsets")
     assert ratio > 0.99
@@ -225,10 +231,10 @@ def test_distance_histograms(relation, case, noise_scale):
     X2, y2 = _neighbour(X, y, i, relation, case["replacement"])
     _, Xs2, _ = preprocessed("analysed", X2, y2, R)
     centre = _released_centre(case["rng"], Xs, noise_scale * R)
-    edges = _geometric_edges(R + float(np.linalg.norm(centre)), len(X))
-    a = _distance_histogram(np.linalg.norm(np.asarray(Xs, dtype=np.float64) - centre, axis=1),
+    edges = geometric_edges(R + float(np.linalg.norm(centre)), len(X))
+    a = distance_histogram(np.linalg.norm(np.asarray(Xs, dtype=np.float64) - centre, axis=1),
                             edges)
-    b = _distance_histogram(np.linalg.norm(np.asarray(Xs2, dtype=np.float64) - centre, axis=1),
+    b = distance_histogram(np.linalg.norm(np.asarray(Xs2, dtype=np.float64) - centre, axis=1),
                             edges)
     assert a.sum() == len(X)  # every row in exactly one bin
     assert_sensitivity(a, b, _factor(relation), n_terms=1, clip=0.0, dtype=np.float64,
@@ -241,18 +247,20 @@ def test_distance_histograms(relation, case, noise_scale):
 def dpsgd_rows(variant, est, Xs, centre, tau):
     """The rows the DP-SGD oracle of a fit gets, given the released ``μ̂`` (and τ)."""
     if variant == "practical":
-        return np.ascontiguousarray(Xs - centre.astype(Xs.dtype))
-    centred = np.asarray(Xs, dtype=np.float64) - centre
-    return np.ascontiguousarray(est._augment(centred, tau, centred=True), dtype=Xs.dtype)
+        return centre_rows(Xs, centre)
+    return augment_rows(Xs, centre, tau, est.fit_intercept)
 
 
-def _oracle(variant, est, Z, y_index, loss_name, n_classes, clip):
+def _oracle(variant, est, Xs, Z, y_index, loss_name, n_classes, clip):
+    """The fit's oracle on ``Z``: its intercept flag is the one the fit's preprocessing gives."""
     loss = LinearLoss(loss_name, 1 if n_classes == 2 else n_classes)
     y_enc = loss.encode(y_index)
-    oracle = est._make_private_oracle(Z, y_enc, loss)
+    _, details = PLANS[variant].plan(est, *Xs.shape)
+    oracle_intercept = PLANS[variant].prepare(est, Xs, details, ZeroNoise()).oracle_intercept
     # practical: an intercept; analysed: none (the τ column is the intercept).
-    assert oracle.fit_intercept is (variant == "practical")
-    assert type(oracle) is LinearGradientOracle and oracle.max_grad_norm == clip
+    assert oracle_intercept is (variant == "practical")
+    oracle = LinearGradientOracle(Z, y_enc, loss, oracle_intercept, float(est.max_grad_norm))
+    assert oracle.max_grad_norm == clip
     return oracle
 
 
@@ -284,18 +292,27 @@ def test_dpsgd_sums_on_preprocessed_rows(variant, relation, case, noise_scale, t
     k = 1 if n_classes == 2 else n_classes
     theta = (rng.standard_normal((Z.shape[1] + int(variant == "practical"), k))
              * theta_scale).astype(Z.dtype)
-    a = _oracle(variant, est, Z, y_index, loss_name, n_classes, clip)(np.arange(len(Z)), theta)
-    b = _oracle(variant, est, Z2, y_index2, loss_name, n_classes, clip)(np.arange(len(Z2)),
-                                                                       theta)
+    a = _oracle(variant, est, Xs, Z, y_index, loss_name, n_classes, clip)(np.arange(len(Z)),
+                                                                          theta)
+    b = _oracle(variant, est, Xs2, Z2, y_index2, loss_name, n_classes, clip)(
+        np.arange(len(Z2)), theta)
     assert_sensitivity(a, b, _factor(relation) * clip, n_terms=len(X), clip=clip,
                        dtype=Z.dtype, what=f"DPSGD-F {variant} DP-SGD sum ({relation})")
 
 
 def test_replace_doubles_every_multiplier():
     """What "replace" assumes: twice the add/remove sensitivity, so twice the noise."""
-    add = _estimator("analysed", 1.0)
-    rep = _estimator("analysed", 1.0, neighboring="replace")
-    assert math.isfinite(add._mean_noise_multiplier())
-    assert rep._mean_noise_multiplier() == pytest.approx(2 * add._mean_noise_multiplier())
-    assert rep._quantile_noise_multiplier() == pytest.approx(
-        2 * add._quantile_noise_multiplier())
+    def details(variant, **kw):
+        return PLANS[variant].plan(_estimator(variant, 1.0, **kw), 1000, 3)[1]
+
+    add, rep = details("practical"), details("practical", neighboring="replace")
+    assert math.isfinite(add["mean_noise_multiplier"])
+    assert rep["mean_noise_multiplier"] == pytest.approx(2 * add["mean_noise_multiplier"])
+    add, rep = details("analysed"), details("analysed", neighboring="replace")
+
+    def sigma_mean(d):  # the 2K - 1 releases' σ_k = σ_F sqrt(2K - 1)
+        return d["mean_noise_multiplier"] / math.sqrt(2 * d["mean_rounds"] - 1)
+
+    assert sigma_mean(rep) == pytest.approx(2 * sigma_mean(add))
+    assert rep["quantile_noise_multiplier"] == pytest.approx(
+        2 * add["quantile_noise_multiplier"])

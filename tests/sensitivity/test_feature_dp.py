@@ -41,7 +41,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sklearn_fdp import FeatureDPLogisticRegression
-from sklearn_fdp.linear import _base, _feature_dp_logistic
+from sklearn_fdp._mechanisms import fdp, label_statistic
+from sklearn_fdp.linear import _feature_dp_logistic
 
 from ._harness import (
     SCALES,
@@ -65,7 +66,7 @@ def engine_inputs(est, X, y):
         seen.update(oracle=private_oracle, theta0=theta0, config=config, n=n_samples)
         raise _Stop
 
-    with mock.patch.object(_base, "run_dp_sgd", capture), pytest.raises(_Stop):
+    with mock.patch.object(_feature_dp_logistic, "run_dp_sgd", capture), pytest.raises(_Stop):
         est.fit(X, y)
     assert seen["n"] == X.shape[0]
     return seen
@@ -84,9 +85,9 @@ def simulator_inputs(est, X, y, i):
     """
     public_mask = np.ones(X.shape[1], dtype=bool)
     public_mask[est.private_features] = False
-    scale = _feature_dp_logistic.public_scale(X, public_mask)  # public parts only
+    scale = fdp.public_scale(X, public_mask)  # public parts only
     X2, y2 = remove_one(X, y, i)
-    with mock.patch.object(_feature_dp_logistic, "public_scale", lambda *args: scale):
+    with mock.patch.object(fdp, "public_scale", lambda *args: scale):
         return engine_inputs(est, X2, y2)
 
 
@@ -98,7 +99,7 @@ def statistic_inputs(est, X, y):
         seen.update(oracle=private_oracle, theta=theta, noise_std=noise_std, n=n_samples)
         raise _Stop
 
-    with mock.patch.object(_feature_dp_logistic, "release_private_sum", capture), \
+    with mock.patch.object(label_statistic, "release_private_sum", capture), \
             pytest.raises(_Stop):
         est.fit(X, y)
     assert seen["n"] == X.shape[0]
@@ -296,7 +297,7 @@ def test_alg1_public_rescaling_keeps_the_sensitivity(dtype, scale, public_loss, 
     X[3, public_mask] *= 100  # an outlier: removing it divides f by ~30
     largest = int(np.argmax(np.linalg.norm(X[:, public_mask].astype(np.float64), axis=1)))
     assert largest == 3
-    f = _feature_dp_logistic.public_scale(X, public_mask)
+    f = fdp.public_scale(X, public_mask)
     assert f > scale
     est = _estimator(private_idx, method="alg1", label_public=label_public,
                      public_loss=public_loss, neighboring="add_remove", clip=0.5)
@@ -307,7 +308,7 @@ def test_alg1_public_rescaling_keeps_the_sensitivity(dtype, scale, public_loss, 
                                 public_loss=public_loss, clip=0.5, relation="remove", i=i,
                                 theta=theta, pad_seed=i)
         values = np.full(2, 1e6 * scale, dtype=dtype)
-        assert _feature_dp_logistic.public_scale(
+        assert fdp.public_scale(
             replace_columns(X, i, private_idx, values), public_mask) == f
         check_engine_neighbours(X, y, private_idx, method="alg1", label_public=label_public,
                                 public_loss=public_loss, clip=0.5, relation="replace", i=i,

@@ -13,9 +13,9 @@ columns handed to the estimator must be identical — or the tracer must warn
 The steps come from the tracer's own tables (``_ROW_WISE``, ``_SUPERVISED``,
 the encoders and ``FunctionTransformer`` it takes as data-independent,
 ``FrozenEstimator``, the library's private transformers with each
-``row_scaling``), and, in a wider sweep, every scikit-learn transformer. Each
-is placed on every column, on the public columns only, on the protected
-columns only, and once per block.
+``row_scaling`` and its data-independent ``BoundedScaler``), and, in a wider
+sweep, every scikit-learn transformer. Each is placed on every column, on the
+public columns only, on the protected columns only, and once per block.
 """
 
 import copy
@@ -41,7 +41,7 @@ from sklearn_fdp import FeatureDPLogisticRegression, PrivacyLeakWarning, privacy
 from sklearn_fdp import pipeline as fdp_pipeline
 from sklearn_fdp._preprocessing import ROW_SCALINGS
 from sklearn_fdp.pipeline import make_private_pipeline
-from sklearn_fdp.preprocessing import PrivateMeanCenterer
+from sklearn_fdp.preprocessing import BoundedScaler, PrivateMeanCenterer
 
 from ._harness import SCALES, adversarial_dense
 
@@ -86,6 +86,8 @@ def tracer_table_kinds():
     kinds["free:FunctionTransformer()"] = lambda: FunctionTransformer(
         feature_names_out="one-to-one")
     kinds["free:FrozenEstimator(StandardScaler)"] = _frozen_scaler
+    # The library's data-independent scaler (tags requires_fit=False).
+    kinds["free:BoundedScaler((-0.9, 2), log)"] = lambda: BoundedScaler((-0.9, 2.0), log=True)
     kinds["public:StandardScaler"] = StandardScaler
     for row_scaling in ROW_SCALINGS:
         kinds[f"private:PrivateMeanCenterer({row_scaling})"] = (

@@ -1,4 +1,4 @@
-"""Gradient oracles of FDP Algorithm 1 for linear log-loss models.
+"""FDP Algorithm 1 for linear log-loss models: its oracles, streams and public steps.
 
 The loss is split as ``ℓ = (ℓ − ℓ_pub) + ℓ_pub`` where ``ℓ_pub`` sees only
 the public part of a record (FDP paper, §5):
@@ -43,52 +43,31 @@ of Poisson-subsampled Gaussian mechanisms with per-example sensitivity
 *secret*: an attacker who can regenerate it couples D and D' (one record
 removed) with every later record's padding shifted by one, and the private
 sum moves by several ``max_grad_norm``. So the private batch's padding is a
-private stream (the estimator passes a :class:`~sklearn_fdp._secure.SecureGenerator`
-with ``noise="secure"``); the public batch's padding is public.
+private stream (a :class:`~sklearn_fdp._secure.SecureGenerator` with
+``noise="secure"``, decided in :func:`alg1_oracles`); the public batch's
+padding is public.
+
+Public steps. The public gradient (line 6 of Algorithm 1, and the public
+pretraining of Remark 2, :func:`public_pretraining`) is not clipped; the
+fit divides ``X`` by :func:`public_scale`, a factor read from the public
+columns only (free), so that those steps see rows of norm at most 1, and
+maps the learnt weights back with :func:`unscale_weights`.
 """
+
+import math
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit, softmax
+from sklearn.linear_model import LogisticRegression
 
+from .._engine import EngineConfig, UniformSampler, run_dp_sgd
 from .._kernels import clip_factors, clip_target
-from .._outofcore import is_row_source
+from .._outofcore import column_subset_squared_norms, map_rows, take_rows
+from .._random import secure_if
 from .._validation import canonical_csr
-from ._linear import squared_row_norms, take_rows
-from ._samplers import UniformSampler
 
 PUBLIC_LOSSES = ("mask", "gaussian_pad")
-
-
-# Rows per block when the squared norms of a column subset are computed block
-# by block (a few MiB of temporary copy instead of the whole subset).
-_NORM_BLOCK_BYTES = 8 << 20
-
-
-def column_subset_squared_norms(X, cols):
-    """``‖x_i[cols]‖²`` of every row, without copying ``X[:, cols]`` whole.
-
-    Dense ``X`` is processed in row blocks of about ``_NORM_BLOCK_BYTES``;
-    each block is laid out as the whole selection would be (numpy puts a
-    column selection in column-major order) and has at least two rows, so
-    the values equal ``squared_row_norms(X[:, cols])`` bit for bit (einsum's
-    summation order follows the layout, and differs for a single row).
-    Sparse and out-of-core inputs go through their own paths.
-    """
-    if sp.issparse(X) or is_row_source(X) or X.ndim != 2:
-        return squared_row_norms(X[:, cols])
-    n = X.shape[0]
-    step = max(2, _NORM_BLOCK_BYTES // max(1, len(cols) * X.itemsize))
-    if step >= n:
-        return squared_row_norms(X[:, cols])
-    out = np.empty(n, dtype=np.float64)
-    start = 0
-    while start < n:
-        stop = n if n - (start + step) < 2 else start + step
-        sub = X[start:stop][:, cols]
-        out[start:stop] = np.einsum("ij,ij->i", sub, sub, dtype=np.float64)
-        start = stop
-    return out
 
 
 class _PublicView:
@@ -354,3 +333,162 @@ class FeatureDPPublicOracle:
         self.view.add_transpose_product(Xb, R_pub, G, out)
         out /= len(idx)
         return out
+
+
+def alg1_oracles(X, y, loss, *, public_mask, label_public, public_loss, fit_intercept,
+                 max_grad_norm, public_batch_size, public_rng, noise):
+    """The private and public oracles of one run of Algorithm 1, with their streams.
+
+    Three independent children of the public stream ``public_rng``: the
+    public batches, their padding, and the padding of the private batch's
+    ``ℓ_pub`` term. The last enters the private sum: who knows it can
+    couple D and D' (one record removed) so that every later record's
+    padding shifts, and the sum moves by several C. It is a private stream:
+    from the OS CSPRNG when ``noise="secure"``, like the noise and the batch
+    coins (issue 16 item 5). All three are still spawned, so the public
+    streams are the same in both modes.
+
+    Returns
+    -------
+    private_oracle : FeatureDPPrivateOracle
+        Clips at ``max_grad_norm``.
+    public_oracle : FeatureDPPublicOracle
+        Uniform batches of ``public_batch_size`` rows.
+    """
+    sample_rng, pub_pad_rng, priv_pad_rng = public_rng.spawn(3)
+    private = FeatureDPPrivateOracle(
+        X, y, loss, public_mask, label_public, public_loss, fit_intercept, max_grad_norm,
+        pad_rng=secure_if(priv_pad_rng, noise),
+    )
+    public = FeatureDPPublicOracle(
+        X, y, loss, public_mask, label_public, public_loss, fit_intercept, public_batch_size,
+        sample_rng, pub_pad_rng,
+    )
+    return private, public
+
+
+# -- the public steps' scale --------------------------------------------------------
+
+# Public row norms up to 1 + this count as 1 in `public_scale`: rows scaled
+# to norm 1 (e.g. by a Normalizer) round to 1 plus a few ulp, and must keep
+# their fit bit for bit.
+_PUBLIC_NORM_SLACK = 1e-6
+
+
+def public_scale(X, public_mask):
+    """What ``X`` is divided by before public steps: ``max_i ‖x_i,pub‖`` if above 1, else 1.
+
+    The public gradient (``∇ℓ_pub`` of Algorithm 1, public pretraining) is
+    not clipped, and the step size rules assume rows of norm at most 1;
+    beyond that the public steps overshoot and swamp the clipped private
+    remainder (issue 22 item 5: X * 1000 trained a chance-level model). The
+    factor reads the public columns only (public by declaration), so the
+    rescaling costs no privacy; it is 1, and nothing changes, when every
+    public row has norm at most 1.
+    """
+    cols = np.flatnonzero(public_mask)
+    if len(cols) == 0:
+        return 1.0
+    largest = math.sqrt(float(column_subset_squared_norms(X, cols).max()))
+    return largest if largest > 1.0 + _PUBLIC_NORM_SLACK else 1.0
+
+
+def _divide(X, factor):
+    """``X / factor`` in ``X``'s dtype and format (dense, CSR or out-of-core), a new object."""
+    factor = X.dtype.type(factor)
+    if sp.issparse(X):
+        out = X.copy()
+        out.data /= factor
+        return out
+    return map_rows(X, lambda rows, idx: rows / factor, X.shape[1], X.dtype)
+
+
+def rescaled_for_public_steps(X, public_mask):
+    """``(X / f, f)`` with ``f = public_scale(X, public_mask)``: the data the public steps see.
+
+    ``X`` itself when ``f`` is 1. Out of core, the division is applied to
+    each batch as it is read (:func:`~sklearn_fdp._outofcore.map_rows`).
+    """
+    factor = public_scale(X, public_mask)
+    return (X if factor == 1.0 else _divide(X, factor)), factor
+
+
+def unscale_weights(theta, factor, n_features):
+    """Weights for ``X`` from those learnt on ``X / factor`` (the intercept row kept)."""
+    if factor == 1.0:
+        return theta
+    theta = theta.astype(np.float64)
+    theta[:n_features] /= factor  # shrinks: stays finite
+    return theta
+
+
+# -- public pretraining (Remark 2) ----------------------------------------------------
+
+# Step size of the noise-free public pretraining when learning_rate="auto":
+# the value the "auto" rule takes once noise is negligible.
+_PRETRAIN_AUTO_LR = 4.0
+
+
+def public_minimiser(X, y, theta0, public_mask, fit_intercept):
+    """Minimiser of the masked public loss: logistic regression on the public columns.
+
+    Uses the public columns and the (public) label only, so it is free
+    (Remark 2). With ``public_loss="gaussian_pad"`` it is the minimiser
+    of the masked loss, a close start for the padded one.
+    """
+    public_idx = np.flatnonzero(public_mask)
+    theta = theta0.copy()
+    if len(public_idx) == 0:
+        return theta
+    model = LogisticRegression(fit_intercept=fit_intercept, max_iter=1000)
+    model.fit(X[:, public_idx], y)
+    theta[public_idx] = model.coef_.T.astype(theta.dtype)
+    if fit_intercept:
+        theta[X.shape[1]] = model.intercept_.astype(theta.dtype)
+    return theta
+
+
+def public_pretraining(X, y, loss, theta0, rng, *, epochs, public_mask, label_public,
+                       public_loss, fit_intercept, batch_size, learning_rate, lr_schedule,
+                       momentum, l2_regularization):
+    """Start of the private run after public pretraining (Remark 2): ``ℓ_pub`` only, no noise.
+
+    ``epochs="auto"``: :func:`public_minimiser` when the label is public,
+    ``theta0`` otherwise (the label-free ``ℓ_pub`` has no minimiser). A
+    number: that many passes of noise-free SGD on ``ℓ_pub`` over uniform
+    batches of ``batch_size`` rows (step ``learning_rate``, or
+    ``_PRETRAIN_AUTO_LR`` for ``"auto"``). ``rng`` is a stream nothing else
+    draws from; only public data is read, so it costs no privacy.
+    """
+    if epochs == "auto":
+        return public_minimiser(X, y, theta0, public_mask, fit_intercept) if label_public \
+            else theta0
+    if epochs <= 0:
+        return theta0
+    n_samples = X.shape[0]
+    sample_rng, pad_rng = rng.spawn(2)
+    public = FeatureDPPublicOracle(X, y, loss, public_mask, label_public, public_loss,
+                                   fit_intercept, batch_size, sample_rng, pad_rng)
+    steps = max(1, math.ceil(epochs * n_samples / batch_size))
+    lr = _PRETRAIN_AUTO_LR if learning_rate == "auto" else float(learning_rate)
+    config = EngineConfig(
+        steps=steps,
+        sampling_rate=1.0,  # the "private" part below is identically zero
+        noise_multiplier=0.0,
+        max_grad_norm=np.inf,
+        learning_rate=lr,
+        lr_schedule=lr_schedule,
+        momentum=momentum,
+        alpha=0.0,
+        l2_regularization=l2_regularization,
+    )
+    result = run_dp_sgd(
+        theta0,
+        lambda idx, theta: np.zeros_like(theta),
+        n_samples,
+        config,
+        sample_rng=rng,
+        noise_rng=rng,
+        public_oracle=public,
+    )
+    return result.theta

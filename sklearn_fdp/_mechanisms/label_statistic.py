@@ -29,17 +29,77 @@ once is better conditioned for the same ε (benchmarks/results/fdp_adult.md,
 experiment B).
 """
 
+import math
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import minimize
 from scipy.special import logsumexp, softmax
 
-from .._outofcore import is_row_source
-from ._feature_dp import label_prior
-from ._noise import NoiseStream
+from .._engine._noise import NoiseStream
+from .._outofcore import row_slice, squared_row_norms
+from .fdp import FeatureDPPrivateOracle, label_prior
 
 # Rows per chunk of the one pass over the data (bounds the temporary copy).
 CHUNK_ROWS = 1 << 16
+# The least ridge of the minimisation, in units of the released term's noise
+# per coordinate (α σ C / n): it keeps that noise from driving rare columns'
+# weights to infinity (validation split of adult.data: best near 0.3 x that).
+STATISTIC_RIDGE = 0.3
+
+
+def statistic_clip(X, n_outputs, fit_intercept, max_grad_norm):
+    """Clip norm of the release: ``max_grad_norm``, or less when no term can reach it.
+
+    The largest norm a record's term ``x~ (π − e_y)ᵀ`` can have, from the
+    public features and the (data-independent) worst label, is ``max ‖x~‖``
+    times 1/2 (binary) or ``sqrt(1 − 1/K)``: clipping above it only adds
+    noise. Free: the features are public here. ``max_grad_norm`` when that
+    bound is 0 (all-zero rows and no intercept: nothing to learn).
+    """
+    prior = label_prior(n_outputs)
+    label_factor = 0.5 if n_outputs == 1 else math.sqrt(1.0 - prior)
+    row_sq = float(squared_row_norms(X).max()) + float(fit_intercept)
+    clip = float(min(max_grad_norm, math.sqrt(row_sq) * label_factor))
+    return clip if clip > 0 else max_grad_norm
+
+
+def release_label_statistic(X, y, loss, *, fit_intercept, max_grad_norm, noise_multiplier,
+                            noise_rng):
+    """The statistic ``P~ = Σ_i clip(x~_i (π − e_{y_i})ᵀ) + N(0, (σ C)² I)``, released once.
+
+    Label DP (every feature public, the label private). ``C`` is
+    :func:`statistic_clip` of ``max_grad_norm``; the noise, from
+    ``noise_rng`` alone (a private stream), has std ``noise_multiplier * C``.
+    Its DpEvent is a DP-SGD run of one step at sampling rate 1
+    (``accounting.dpsgd_event(noise_multiplier, 1.0, 1)``), the one the
+    estimator's privacy plan calibrates σ for.
+
+    Parameters
+    ----------
+    X : ndarray, CSR matrix or out-of-core source of shape (n, d)
+    y : ndarray
+        Targets from :meth:`LinearLoss.encode` (log loss).
+    loss : LinearLoss
+    fit_intercept : bool
+    max_grad_norm : float
+    noise_multiplier : float
+    noise_rng : numpy.random.Generator or SecureGenerator
+
+    Returns
+    -------
+    released : ndarray of shape (d + fit_intercept, k)
+        ``P~``, in ``X``'s dtype.
+    clip : float
+        The clip norm ``C`` used.
+    """
+    n_samples, n_features = X.shape
+    clip = statistic_clip(X, loss.n_outputs, fit_intercept, max_grad_norm)
+    oracle = FeatureDPPrivateOracle(X, y, loss, np.ones(n_features, dtype=bool), False, "mask",
+                                    fit_intercept, clip)
+    theta = np.zeros((n_features + int(fit_intercept), loss.n_outputs), dtype=X.dtype)
+    released = release_private_sum(oracle, n_samples, theta, noise_multiplier * clip, noise_rng)
+    return released, clip
 
 
 def release_private_sum(private_oracle, n_samples, theta, noise_std, noise_rng):
@@ -64,7 +124,7 @@ def _row_blocks(X, fit_intercept):
     n = X.shape[0]
     for start in range(0, n, CHUNK_ROWS):
         stop = min(n, start + CHUNK_ROWS)
-        block = X.gather(np.arange(start, stop)) if is_row_source(X) else X[start:stop]
+        block = row_slice(X, start, stop)
         if fit_intercept:
             ones = np.ones((stop - start, 1), dtype=block.dtype)
             block = (sp.hstack([block, ones], format="csr") if sp.issparse(block)
@@ -110,4 +170,5 @@ def minimise_label_free_objective(X, released, n_outputs, *, fit_intercept, alph
     return result.x.reshape(shape), int(result.nit)
 
 
-__all__ = ["minimise_label_free_objective", "release_private_sum"]
+__all__ = ["minimise_label_free_objective", "release_label_statistic", "release_private_sum",
+           "statistic_clip"]
