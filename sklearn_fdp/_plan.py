@@ -82,8 +82,9 @@ class PrivacyPlan:
     schedule : DPSGDSchedule or None
         The DP-SGD schedule, for the estimators that run one.
     details : dict
-        Other public settings of the mechanisms (e.g. the mean's σ, the
-        number of rounds), for reports; never needed to check the plan.
+        Other public settings the fit runs with (e.g. the mean's σ, the
+        number of rounds, the resolved public columns); not compared by
+        ``==``, which compares what is spent and protected.
     """
 
     dp_event: object
@@ -97,7 +98,7 @@ class PrivacyPlan:
     protected_columns: tuple | None = None
     noise_multiplier: float | None = None
     schedule: DPSGDSchedule | None = None
-    details: dict = field(default_factory=dict)
+    details: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
         if self.unit not in UNITS:
