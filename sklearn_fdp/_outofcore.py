@@ -47,6 +47,7 @@ __all__ = [
     "MappedRowSource",
     "MemmapRowSource",
     "RowSource",
+    "addressable_rows",
     "as_row_source",
     "block_bounds",
     "column_max_abs",
@@ -205,6 +206,23 @@ def take_rows(X, idx):
         gather_rows(X, idx, out)
         return out
     return X[idx]
+
+
+def addressable_rows(X, idx, max_bytes):
+    """Yield ``(rows, local, sel)`` with ``rows[local]`` the rows ``X[idx[...]]`` in order.
+
+    In memory: once, ``(X, idx, slice(None))`` (a kernel indexes ``X``
+    directly). Out of core: the rows of ``idx`` gathered in sub-batches of
+    about ``max_bytes``, with ``local = arange`` and ``sel`` the sub-batch's
+    indices (to select per-row arrays such as targets or norms).
+    """
+    if is_row_source(X):
+        step = max(1, max_bytes // (X.shape[1] * X.itemsize))
+        for start in range(0, len(idx), step):
+            sub = idx[start:start + step]
+            yield X.gather(sub), np.arange(len(sub)), sub
+        return
+    yield X, idx, slice(None)
 
 
 def row_slice(X, start, stop):

@@ -71,6 +71,10 @@ class PrivacyPlan:
         Names (or ``"x<i>"`` positions) of the protected input columns;
         None when every column is protected (``unit`` ``"record"`` or
         ``"private records"``).
+    protected_columns : tuple of int or None
+        Positions of the same columns in the estimator's input (what the
+        pipeline tracer follows back through the preprocessing); None when
+        every column is protected.
     label_protected : bool
         Whether the label is protected.
     noise_multiplier : float or None
@@ -78,8 +82,9 @@ class PrivacyPlan:
     schedule : DPSGDSchedule or None
         The DP-SGD schedule, for the estimators that run one.
     details : dict
-        Other public settings of the mechanisms (e.g. the mean's σ, the
-        number of rounds), for reports; never needed to check the plan.
+        Other public settings the fit runs with (e.g. the mean's σ, the
+        number of rounds, the resolved public columns); not compared by
+        ``==``, which compares what is spent and protected.
     """
 
     dp_event: object
@@ -90,9 +95,10 @@ class PrivacyPlan:
     description: str
     protected_features: tuple | None
     label_protected: bool
+    protected_columns: tuple | None = None
     noise_multiplier: float | None = None
     schedule: DPSGDSchedule | None = None
-    details: dict = field(default_factory=dict)
+    details: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
         if self.unit not in UNITS:
@@ -118,9 +124,14 @@ def record_plan(dp_event, epsilon, delta, accountant, **kwargs):
 
 
 def feature_plan(dp_event, epsilon, delta, accountant, protected_features, label_protected,
-                 **kwargs):
-    """A plan that protects some columns and/or the label (feature DP, label DP)."""
-    names = tuple(protected_features)
+                 protected_columns=None, **kwargs):
+    """A plan that protects some columns and/or the label (feature DP, label DP).
+
+    ``protected_features`` are the columns' names; ``protected_columns``
+    their positions in the input. Without positions the pipeline tracer
+    counts every input column as protected (the conservative reading).
+    """
+    names = tuple(str(n) for n in protected_features)
     shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
     if label_protected:
         unit, description = (("label", "the label only (label DP; every feature public)")
@@ -132,4 +143,7 @@ def feature_plan(dp_event, epsilon, delta, accountant, protected_features, label
         unit, description = "none", "nothing (every feature and the label declared public)"
     return PrivacyPlan(dp_event=dp_event, epsilon=epsilon, delta=delta, accountant=accountant,
                        unit=unit, description=description, protected_features=names,
-                       label_protected=bool(label_protected), **kwargs)
+                       label_protected=bool(label_protected),
+                       protected_columns=(None if protected_columns is None
+                                          else tuple(int(i) for i in protected_columns)),
+                       **kwargs)

@@ -7,6 +7,8 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from . import accounting
+from ._steps import learns_from_data, plan_of
+from .pipeline import _trace
 
 __all__ = ["PrivacyReport", "privacy_report"]
 
@@ -23,54 +25,19 @@ def _is_fitted(est):
     return True
 
 
-def _feature_names(est, idx):
-    names = getattr(est, "feature_names_", None)  # also set from fit(feature_names=...)
-    if names is None:
-        names = getattr(est, "feature_names_in_", None)
-    if names is None:
-        return [f"x{int(i)}" for i in idx]
-    return [str(names[int(i)]) for i in idx]
-
-
 def protected_unit(est):
-    """``(code, description)`` of what a fitted private estimator protects.
+    """``(unit, description)`` of what a fitted private estimator protects.
 
-    ``code`` is one of ``"record"``, ``"private records"``, ``"features+label"``,
-    ``"features"`` or ``"label"``.
+    From its ``privacy_plan_`` (the search's is its best trial's); ``unit``
+    is one of :data:`sklearn_fdp._plan.UNITS`.
     """
-    inner = getattr(est, "best_estimator_", None)
-    if inner is not None and hasattr(est, "trial_dp_event_"):  # PrivateRandomizedSearchCV
-        inner = _final_step(inner)
-        return protected_unit(inner)
-    if hasattr(est, "n_public_") and hasattr(est, "n_private_"):  # AdaMix
-        return ("private records",
-                f"private records only (features and label of each of the "
-                f"{est.n_private_} private rows); the {est.n_public_} public rows are "
-                "not protected")
-    if hasattr(est, "label_public_") and hasattr(est, "private_features_"):
-        private = _feature_names(est, est.private_features_)
-        shown = ", ".join(private[:8]) + (", ..." if len(private) > 8 else "")
-        if est.label_public_:
-            if not private:
-                return ("none", "nothing (every feature and the label declared public)")
-            return ("features", f"protected features [{shown}] (label public)")
-        if not private:
-            return ("label", "the label only (label DP; every feature public)")
-        return ("features+label", f"protected features [{shown}] and the label")
-    return ("record", "whole record (all features and the label)")
+    plan = plan_of(est)
+    return plan.unit, plan.description
 
 
 def _protected_set(est):
     """Protected attributes of a fitted private step: None for all of the record."""
-    inner = getattr(est, "best_estimator_", None)
-    if inner is not None and hasattr(est, "trial_dp_event_"):
-        return _protected_set(_final_step(inner))
-    if hasattr(est, "label_public_") and hasattr(est, "private_features_"):
-        attrs = set(_feature_names(est, est.private_features_))
-        if not est.label_public_:
-            attrs.add("<label>")
-        return attrs
-    return None
+    return plan_of(est).protected_set
 
 
 def _common_protected(estimators):
@@ -88,21 +55,6 @@ def _final_step(est):
     if steps:
         return _final_step(steps[-1][1])
     return est
-
-
-def _learns_from_data(est):
-    """Whether a fitted non-private step computed something from its training data."""
-    tags = est.__sklearn_tags__()
-    if not tags.requires_fit:
-        return False
-    name = type(est).__name__
-    if name in ("OneHotEncoder", "OrdinalEncoder"):
-        # Fixed category lists (as in make_adult_preprocessor) learn nothing.
-        return (est.categories == "auto" or getattr(est, "min_frequency", None) is not None
-                or getattr(est, "max_categories", None) is not None)
-    if name == "FunctionTransformer":
-        return False
-    return True
 
 
 def _is_search(est):
@@ -140,14 +92,12 @@ def _walk(est, name, out):
         return
     if not isinstance(est, BaseEstimator) or not _is_fitted(est):
         return
-    out.append((name, est, "nonprivate" if _learns_from_data(est) else "free"))
+    out.append((name, est, "nonprivate" if learns_from_data(est) else "free"))
 
 
 def _preprocessing_audit(est):
     """``({id(step): PreprocessingStep}, split input columns, protected input
     columns)`` for the pipeline in ``est`` (:func:`sklearn_fdp.pipeline.audit_preprocessing`)."""
-    from .pipeline import _trace
-
     if _is_search(est):
         if hasattr(est, "best_estimator_"):
             return _preprocessing_audit(est.best_estimator_)

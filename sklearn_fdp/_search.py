@@ -1,9 +1,9 @@
 """PrivateRandomizedSearchCV: hyper-parameter search with Rényi DP (Papernot & Steinke 2022)."""
 
 import copy
+import dataclasses
 import math
 import warnings
-from types import SimpleNamespace
 from numbers import Integral, Real
 
 import numpy as np
@@ -20,6 +20,7 @@ from ._progress import progress_hook
 from ._random import NOISE_OPTIONS, SeedSequenceState
 from ._report import _walk, protected_unit
 from ._secure import SecureGenerator
+from ._steps import plan_of
 from ._validation import (
     Interval,
     StrOptions,
@@ -163,6 +164,9 @@ default="truncated_negative_binomial"
     delta_ : float
     accountant_ : str
         ``"rdp"``.
+    privacy_plan_ : PrivacyPlan
+        What the search protects (that of its trials' estimator) and spent
+        (``dp_event_``, ``epsilon_``).
     classes_ : ndarray
     n_features_in_ : int
 
@@ -379,30 +383,32 @@ default="truncated_negative_binomial"
             configs.append(cfg)
         return configs
 
-    def _plan_fit_event(self, est, n_train, n_features, sigma):
-        """The DpEvent a linear private classifier's fit will have, from public values."""
-        from .linear._base import BaseDPLinearClassifier
+    def _plan_fit_event(self, est, n_train, n_features, feature_names, sigma):
+        """The DpEvent a trial's fit will have with noise multiplier ``sigma``.
 
+        Read from the final step's public ``privacy_plan`` (the planning
+        contract), with the trial's settings: ``noise_multiplier=sigma`` and
+        no ε target of its own.
+        """
         final = _final(est)
-        if not isinstance(final, BaseDPLinearClassifier):
+        name = type(self).__name__
+        params = final.get_params(deep=False)
+        if not (callable(getattr(final, "privacy_plan", None))
+                and {"epsilon", "noise_multiplier"} <= set(params)):
             raise ValueError(
-                f"{type(self).__name__} with epsilon={self.epsilon!r} calibrates the "
-                "per-trial noise of the linear classifiers of sklearn_fdp.linear only; "
-                f"got {type(final).__name__}. Set epsilon=None and fix the estimator's "
-                "own budget: the search then reports what it spent.")
-        if type(final).__name__ == "AdaMixClassifier":
+                f"{name} with epsilon={self.epsilon!r} calibrates the per-trial noise of a "
+                "private estimator with a privacy_plan and epsilon/noise_multiplier "
+                f"parameters; got {type(final).__name__}. Set epsilon=None and fix the "
+                "estimator's own budget: the search then reports what it spent.")
+        trial = clone(final).set_params(epsilon=None, noise_multiplier=sigma)
+        try:
+            plan = trial.privacy_plan(n_train, n_features, feature_names=feature_names)
+        except ValueError as exc:
             raise ValueError(
-                f"{type(self).__name__} cannot calibrate AdaMixClassifier's noise; set "
-                "epsilon=None and fix its own epsilon.")
-        final = clone(final)
-        batch = final._resolve_batch_size(n_train)
-        steps = max(1, math.ceil(final.epochs * n_train / batch))
-        if getattr(final, "variant", None) == "analysed":
-            # Its public plan needs only the shape (n, d) of the data.
-            final._setup_fit(SimpleNamespace(shape=(n_train, n_features)), batch)
-        others = tuple(final._other_events())
-        return accounting.compose_events(
-            *others, accounting.dpsgd_event(sigma, batch / n_train, steps))
+                f"{name} cannot calibrate the noise of {type(final).__name__}: {exc} Set "
+                "epsilon=None and fix the estimator's own budget: the search then reports "
+                "what it spent.") from exc
+        return plan.dp_event
 
     # -- fitting -------------------------------------------------------------
 
@@ -470,10 +476,15 @@ default="truncated_negative_binomial"
         planned = None
         if self.epsilon is not None:
             n_features = getattr(X, "shape", (0, 0))[1] if hasattr(X, "shape") else 0
+            # A Pipeline's last step sees other columns than X's: no names then.
+            columns = getattr(X, "columns", None) if _final(self.estimator) is self.estimator \
+                else None
+            feature_names = None if columns is None else np.asarray(columns, dtype=object)
 
             def trial_event(s):
                 return accounting.compose_events(
-                    self._plan_fit_event(self.estimator, n_train, n_features, s),
+                    self._plan_fit_event(self.estimator, n_train, n_features, feature_names,
+                                         s),
                     score_event)
 
             trial_event(1.0)  # raises early for unsupported estimators
@@ -569,6 +580,13 @@ default="truncated_negative_binomial"
                                                           accountant="rdp")
         self.accountant_ = "rdp"
         self.neighboring_ = getattr(final, "neighboring", "add_remove")
+        # What the search protects is what its trials protect; what it spent
+        # is the repeat-and-select event over them.
+        self.privacy_plan_ = dataclasses.replace(
+            plan_of(_final(est)), dp_event=self.dp_event_, epsilon=self.epsilon_,
+            delta=self.delta_, accountant=self.accountant_, noise_multiplier=sigma,
+            schedule=None, details={"trial_dp_event": self.trial_dp_event_,
+                                    "epsilon_trial": self.epsilon_trial_})
         if hasattr(est, "classes_"):
             self.classes_ = est.classes_
         if hasattr(est, "n_features_in_"):

@@ -34,6 +34,7 @@ from collections import namedtuple
 import numpy as np
 from sklearn.pipeline import Pipeline, make_pipeline
 
+from ._steps import is_private_step, learns_from_data, plan_of
 from .exceptions import PrivacyLeakWarning
 from .features import original_column_names
 
@@ -78,10 +79,6 @@ _SUPERVISED = {
 }
 
 
-def _is_private_step(est):
-    return hasattr(est, "dp_event_")
-
-
 def mixes_rows(est):
     """Whether a step computes an output column of a row from other columns of that row.
 
@@ -118,12 +115,10 @@ def _uses_label(est):
 
 
 def _learns(est):
-    from ._report import _learns_from_data
-
     if type(est).__name__ == "FrozenEstimator":  # fitted elsewhere; fit is a no-op
         return False
     try:
-        return _learns_from_data(est)
+        return learns_from_data(est)
     except AttributeError:  # no __sklearn_tags__: assume it learns
         return True
 
@@ -298,7 +293,7 @@ class _Tracer:
             # private step too: its dp_event_ covers its fitted state, not the
             # row-wise map its transform applies to every record).
             status = "mix"
-        elif _is_private_step(est):
+        elif is_private_step(est):
             status = "private"
         elif not _learns(est):
             status = "free"
@@ -341,12 +336,15 @@ def _column_labels(reached, in_names, n_in):
 
 
 def _final_protection(final):
-    """``(private output indices or None for all, label private)`` of a fitted last step."""
-    if hasattr(final, "private_features_") and hasattr(final, "label_public_"):
-        return set(int(i) for i in final.private_features_), not final.label_public_
-    if hasattr(final, "n_public_") and hasattr(final, "n_private_"):  # AdaMix: records
-        return None, True
-    return None, True  # record-level DP: every column and the label
+    """``(protected input positions or None for all, label protected)`` of a fitted last step.
+
+    From its ``privacy_plan_``; a plan that names protected columns without
+    their positions counts every input column as protected.
+    """
+    plan = plan_of(final)
+    if plan.protected_features is None or plan.protected_columns is None:
+        return None, plan.label_protected
+    return set(plan.protected_columns), plan.label_protected
 
 
 def audit_preprocessing(pipeline):
@@ -394,7 +392,7 @@ def _trace(pipeline):
     if not steps or len(steps) < 2:
         return [], [], None
     final = steps[-1][1]
-    if not _is_private_step(final):
+    if not is_private_step(final):
         return [], [], None
     private_out, label_private = _final_protection(final)
     first = steps[0][1]
@@ -428,7 +426,7 @@ def _split_message(columns, final_name):
 def _leak_message(step, final_name):
     if step.status == "mix":
         per_block = ""
-        if _is_private_step(step.estimator):
+        if is_private_step(step.estimator):
             per_block = (
                 "Its dp_event_ covers its fitted state only, not this map of every "
                 "row. Centre public and protected columns apart (one private step per "

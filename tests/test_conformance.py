@@ -249,6 +249,10 @@ def test_pickle_round_trip(frame, fitted, name):
     assert list(loaded.feature_names_in_) == COLUMNS
 
 
+# The planning contract's records, kept by every private estimator as privacy_plan_.
+PLAN_TYPES = {"sklearn_fdp._plan.PrivacyPlan", "sklearn_fdp._plan.DPSGDSchedule"}
+
+
 def _expected_untrusted(est):
     """Types skops must be told to trust: our estimator classes and dp_accounting events."""
     public = {f"{type(c).__module__}.{type(c).__qualname__}" for c in [est]}
@@ -266,8 +270,8 @@ def test_skops_round_trip(frame, fitted, name):
     untrusted = skops_io.get_untrusted_types(data=data)
     own = _expected_untrusted(est)
     for type_name in untrusted:
-        assert type_name in own or type_name.startswith("dp_accounting.dp_event."), (
-            f"unexpected untrusted type {type_name}")
+        assert (type_name in own or type_name.startswith("dp_accounting.dp_event.")
+                or type_name in PLAN_TYPES), f"unexpected untrusted type {type_name}"
     assert own <= set(untrusted)
     for type_name in own:  # each is a public sklearn_fdp estimator
         assert getattr(sklearn_fdp, type_name.rsplit(".", 1)[1], None) is not None or (
@@ -277,6 +281,8 @@ def test_skops_round_trip(frame, fitted, name):
     loaded = skops_io.loads(data, trusted=untrusted)
     _assert_same_outputs(est, loaded, X)
     assert repr(loaded.dp_event_) == repr(est.dp_event_)
+    if hasattr(est, "privacy_plan_"):
+        assert loaded.privacy_plan_ == est.privacy_plan_
 
 
 @pytest.mark.skipif(torch is None, reason="MLPFeatureDP needs torch")

@@ -164,7 +164,7 @@ def test_bad_inputs(data):
     with pytest.raises(ValueError, match="without differential privacy"):
         PrivateRandomizedSearchCV(LogisticRegression(), {"C": [1.0]}, delta=1e-5,
                                   n_iter=1).fit(X, y)
-    with pytest.raises(ValueError, match="linear classifiers"):
+    with pytest.raises(ValueError, match="with a privacy_plan"):
         PrivateRandomizedSearchCV(LogisticRegression(), {"C": [1.0]}, epsilon=1.0,
                                   delta=1e-5).fit(X, y)
     with pytest.raises(ValueError, match="neighboring"):

@@ -1,7 +1,8 @@
 """The DP optimisation engine: samplers, gradient oracles and the one loop."""
 
 from ._linear import LOSSES, LinearGradientOracle, LinearLoss, squared_row_norms
-from ._loop import LR_SCHEDULES, EngineConfig, EngineResult, run_dp_sgd
+from ._config import LR_SCHEDULES, EngineConfig, EngineResult
+from ._loop import run_dp_sgd
 from ._samplers import PoissonSampler, UniformSampler
 
 __all__ = [

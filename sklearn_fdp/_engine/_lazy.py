@@ -20,6 +20,7 @@ import numpy as np
 
 from .._kernels import catch_up_tables, flush, lazy_steps
 from .._progress import progress_reporter
+from ._config import EngineResult
 from ._linear import LinearGradientOracle
 from ._noise import NormalStream
 from ._samplers import PoissonSampler
@@ -117,8 +118,6 @@ def run_lazy_sparse(theta0, oracle, n_samples, config, *, sample_rng, noise_rng,
     (default: so that a flush costs about eight steps' worth of catch-up
     draws, which keeps both the flush overhead and the prefix sums small).
     """
-    from ._loop import EngineResult
-
     cfg = config
     X = oracle.X
     d = oracle.n_features

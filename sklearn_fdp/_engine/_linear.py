@@ -38,7 +38,7 @@ from .._kernels import (
     dense_clipped_sum,
     loss_code,
 )
-from .._outofcore import is_row_source, squared_row_norms, take_rows  # noqa: F401 (used here, re-exported)
+from .._outofcore import addressable_rows, squared_row_norms, take_rows
 from .._validation import canonical_csr
 
 # Dense path rule. Measured on the 2-core x86_64 reference machine (OpenBLAS,
@@ -163,19 +163,14 @@ class LinearGradientOracle:
                             self.fit_intercept, self.x_norm_sq, self.max_grad_norm, out)
             return out
         path = _dense_path(len(idx), self.X) if self.path == "dense" else self.path
-        if path == "fused" and is_row_source(self.X):
-            # Out-of-core rows: the fused pass over gathered sub-batches. The
-            # kernel adds rows one at a time in batch order, so the result is
-            # the in-memory one bit for bit.
-            step = max(1, FUSED_MIN_GATHER_BYTES // 4 // (self.n_features * self.X.itemsize))
-            for start in range(0, len(idx), step):
-                sub = idx[start:start + step]
-                dense_clipped_sum(self.X.gather(sub), np.arange(len(sub)), self.y_kernel[sub],
-                                  theta, self.code, self.fit_intercept, self.x_norm_sq[sub],
-                                  self.max_grad_norm, out)
-        elif path == "fused":
-            dense_clipped_sum(self.X, idx, self.y_kernel, theta, self.code, self.fit_intercept,
-                              self.x_norm_sq, self.max_grad_norm, out)
+        if path == "fused":
+            # In memory: one pass indexing X directly. Out of core: passes over
+            # gathered sub-batches; the kernel adds rows one at a time in batch
+            # order, so the result is the in-memory one bit for bit.
+            for rows, local, sel in addressable_rows(self.X, idx, FUSED_MIN_GATHER_BYTES // 4):
+                dense_clipped_sum(rows, local, self.y_kernel[sel], theta, self.code,
+                                  self.fit_intercept, self.x_norm_sq[sel], self.max_grad_norm,
+                                  out)
         else:
             d = self.n_features
             Xb = take_rows(self.X, idx)

@@ -606,8 +606,8 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         protected = ([f"x{int(i)}" for i in private] if feature_names is None
                      else [str(feature_names[int(i)]) for i in private])
         return feature_plan(event, spent, float(self.delta), accountant, protected,
-                            not self.label_public, noise_multiplier=sigma, schedule=schedule,
-                            details=details)
+                            not self.label_public, protected_columns=private,
+                            noise_multiplier=sigma, schedule=schedule, details=details)
 
 
 def _resolve_method(est, public_mask):

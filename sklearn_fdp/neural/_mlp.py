@@ -530,7 +530,8 @@ class MLPFeatureDP(ClassifierMixin, BaseEstimator):
             return record_plan(*args, **kwargs)
         protected = [str(feature_names[j]) if feature_names is not None else f"x{j}"
                      for j in np.flatnonzero(~public_mask)]
-        return feature_plan(*args, protected, not label_public, **kwargs)
+        return feature_plan(*args, protected, not label_public,
+                            protected_columns=np.flatnonzero(~public_mask), **kwargs)
 
     def _validate_training_data(self, X, y):
         """``(X, classes, y_index)`` checked; a feature spec naming the label is rejected."""

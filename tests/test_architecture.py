@@ -1,0 +1,182 @@
+"""The layering rules of docs/architecture.md, checked on the source (issue 17).
+
+* No import cycles between the package's modules (lazy imports inside
+  functions count: a cycle hidden in a function is still a cycle).
+* No module reaches into another module's estimator through a private
+  method: the search, the report and the tracer use the public planning
+  contract (``privacy_plan`` / ``privacy_plan_``).
+* ``_outofcore`` is the only module that asks whether ``X`` is an
+  out-of-core row source.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "sklearn_fdp"
+
+
+def _modules():
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+        parts = list(rel.parts)
+        is_package = parts[-1] == "__init__"
+        if is_package:
+            parts = parts[:-1]
+        out[".".join(parts)] = (path, is_package)
+    return out
+
+
+MODULES = _modules()
+
+
+def _resolve(module, is_package, node):
+    """Module names an import node of ``module`` refers to (within the package)."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names if a.name.split(".")[0] == "sklearn_fdp"]
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    if node.level:
+        base = base[: len(base) - (node.level - 1)]
+        target = ".".join(base + ([node.module] if node.module else []))
+    else:
+        target = node.module or ""
+    if target.split(".")[0] != "sklearn_fdp":
+        return []
+    # `from pkg import name`: the submodule pkg.name if there is one, else pkg.
+    found = []
+    for alias in node.names:
+        sub = f"{target}.{alias.name}"
+        found.append(sub if sub in MODULES else target)
+    return found
+
+
+def import_graph():
+    graph = {}
+    for module, (path, is_package) in MODULES.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        edges = set()
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                edges.update(t for t in _resolve(module, is_package, node)
+                             if t in MODULES and t != module)
+        graph[module] = edges
+    return graph
+
+
+def _cycles(graph):
+    """Strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on_stack, out = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _is_package_edge(a, b):
+    """A package importing its own submodule (its __init__ re-exports) or a
+    submodule importing a name its package's __init__ re-exports."""
+    return b.startswith(a + ".") or a.startswith(b + ".")
+
+
+def test_no_import_cycles():
+    graph = import_graph()
+    # A package's __init__ gathers its submodules; edges between a package and
+    # its own submodules are that re-export, not a dependency cycle.
+    graph = {a: {b for b in bs if not _is_package_edge(a, b)} for a, bs in graph.items()}
+    cycles = _cycles(graph)
+    assert cycles == [], cycles
+
+
+def _private_methods_by_module():
+    """``{method name: {defining modules}}`` of the private methods of the
+    package's classes (dunders aside)."""
+    seen = {}
+    for module, (path, _) in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if (isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+                            and item.name.startswith("_") and not item.name.startswith("__")):
+                        seen.setdefault(item.name, set()).add(module)
+    return seen
+
+
+def test_no_module_calls_another_modules_private_methods():
+    owners = _private_methods_by_module()
+    reach_ins = []
+    for module, (path, _) in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Attribute) and node.attr in owners
+                    and module not in owners[node.attr]
+                    and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+                    and not (isinstance(node.value, ast.Call)
+                             and getattr(node.value.func, "id", None) == "super")):
+                reach_ins.append(f"{module}:{node.lineno} .{node.attr} "
+                                 f"(defined in {sorted(owners[node.attr])})")
+    assert reach_ins == [], reach_ins
+
+
+@pytest.mark.parametrize("name", ["is_row_source", "isinstance(X, RowSource"])
+def test_only_outofcore_asks_what_kind_of_array_x_is(name):
+    users = [module for module, (path, _) in MODULES.items()
+             if module != "sklearn_fdp._outofcore" and name in path.read_text()]
+    assert users == [], users
+
+
+# Layers from the top: a module may import from its own layer and the ones below.
+_LAYERS = [
+    ("consumers", ("sklearn_fdp._search", "sklearn_fdp._report", "sklearn_fdp.pipeline",
+                   "sklearn_fdp.cli", "sklearn_fdp.model_selection")),
+    ("estimators", ("sklearn_fdp.linear", "sklearn_fdp.neural", "sklearn_fdp._preprocessing",
+                    "sklearn_fdp.preprocessing")),
+    ("mechanisms", ("sklearn_fdp._mechanisms",)),
+    ("engine", ("sklearn_fdp._engine",)),
+    ("kernels", ("sklearn_fdp._kernels",)),
+]
+
+
+def _layer(module):
+    for depth, (_, prefixes) in enumerate(_LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return depth
+    return None  # shared modules, audit, datasets, plotting: not layered here
+
+
+def test_layers_import_only_downwards():
+    upward = []
+    for module, targets in import_graph().items():
+        mine = _layer(module)
+        if mine is None:
+            continue
+        for target in targets:
+            theirs = _layer(target)
+            if theirs is not None and theirs < mine:
+                upward.append(f"{module} ({_LAYERS[mine][0]}) imports {target} "
+                              f"({_LAYERS[theirs][0]})")
+    assert upward == [], upward
