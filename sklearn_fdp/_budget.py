@@ -122,22 +122,3 @@ def calibrate_dpsgd(est, sampling_rate, steps, other_events=()):
             "calibrate it to epsilon."
         )
     return sigma, event, spent, accountant
-
-
-class DPSGDBudgetMixin:
-    """Method spellings of the functions above (for estimators not yet ported)."""
-
-    def _check_params(self, X, y):
-        check_budget_params(self)
-
-    def _other_events(self):
-        return ()
-
-    def _resolve_batch_size(self, n_samples):
-        return resolve_batch_size(self, n_samples)
-
-    def _resolve_accountant(self, epsilon):
-        return resolve_accountant(self, epsilon)
-
-    def _budget(self, n_samples, sampling_rate, steps):
-        return calibrate_dpsgd(self, sampling_rate, steps, self._other_events())

@@ -1,6 +1,6 @@
 """The DP optimisation engine: samplers, gradient oracles and the one loop."""
 
-from ._linear import LOSSES, LinearGradientOracle, LinearLoss, squared_row_norms
+from ._linear import LOSSES, LinearGradientOracle, LinearLoss, split_theta, squared_row_norms
 from ._config import LR_SCHEDULES, EngineConfig, EngineResult
 from ._loop import run_dp_sgd
 from ._samplers import PoissonSampler, UniformSampler
@@ -15,5 +15,6 @@ __all__ = [
     "PoissonSampler",
     "UniformSampler",
     "run_dp_sgd",
+    "split_theta",
     "squared_row_norms",
 ]

@@ -183,3 +183,13 @@ class LinearGradientOracle:
             if self.fit_intercept:
                 Z.sum(axis=0, out=out[d])
         return out
+
+
+def split_theta(theta, fit_intercept, dtype):
+    """``(coef, intercept)`` of the trained parameters ``theta`` (rows: features, then b)."""
+    n_features = theta.shape[0] - int(fit_intercept)
+    theta = theta.astype(dtype, copy=False)
+    coef = np.ascontiguousarray(theta[:n_features].T)
+    intercept = (theta[n_features].copy() if fit_intercept
+                 else np.zeros(theta.shape[1], dtype))
+    return coef, intercept

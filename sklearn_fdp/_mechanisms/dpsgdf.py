@@ -21,6 +21,7 @@ import numpy as np
 from scipy.stats import norm as _normal
 
 from .. import accounting
+from .._engine import split_theta
 from .._outofcore import iter_row_blocks, map_rows
 from .._random import secure_if
 from .gaussian_mean import GaussianMean, gaussian_mean
@@ -327,22 +328,12 @@ def augment_rows(X, mean, tau, fit_intercept):
 # -- back to the input features --------------------------------------------------
 
 
-def _split_theta(theta, fit_intercept, dtype):
-    """``(coef, intercept)`` of the trained parameters ``theta`` (rows: features, then b)."""
-    n_features = theta.shape[0] - int(fit_intercept)
-    theta = theta.astype(dtype, copy=False)
-    coef = np.ascontiguousarray(theta[:n_features].T)
-    intercept = (theta[n_features].copy() if fit_intercept
-                 else np.zeros(theta.shape[1], dtype))
-    return coef, intercept
-
-
 def revert_centred(theta, mean, fit_intercept, dtype):
     """Algorithm 3's model on the scaled, uncentred rows: ``b = b_centred - mean @ w``.
 
     Returns ``(coef, intercept)`` of ``dtype``.
     """
-    coef, intercept = _split_theta(theta, fit_intercept, dtype)
+    coef, intercept = split_theta(theta, fit_intercept, dtype)
     shift = coef.astype(np.float64) @ mean
     return coef, (intercept - shift).astype(coef.dtype)
 
@@ -355,7 +346,7 @@ def revert_augmented(theta, mean, tau, fit_intercept, dtype):
     ``b = v_b τ / s - w @ mean`` (``s`` = :func:`augmented_scale`). Returns
     ``(coef, intercept)`` of ``dtype``.
     """
-    coef, intercept = _split_theta(theta, fit_intercept, dtype)
+    coef, intercept = split_theta(theta, fit_intercept, dtype)
     scale = augmented_scale(tau, fit_intercept)
     coef = coef.astype(np.float64) / scale
     intercept = intercept.astype(np.float64) * (tau / scale)

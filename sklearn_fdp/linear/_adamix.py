@@ -455,9 +455,6 @@ class AdaMixClassifier(BaseDPLinearClassifier):
 
     # -- helpers -------------------------------------------------------------
 
-    def _loss_name(self):
-        return "log_loss"
-
     def _public_mask(self, public_mask, n_samples):
         """The checked boolean ``public_mask`` (all False for None)."""
         name = type(self).__name__

@@ -4,7 +4,7 @@ import numpy as np
 
 from .._budget import calibrate_dpsgd, check_budget_params, dpsgd_schedule
 from .._docs import fill_doc
-from .._engine import LinearGradientOracle, LinearLoss, run_dp_sgd
+from .._engine import LinearGradientOracle, LinearLoss, run_dp_sgd, split_theta
 from .._plan import record_plan
 from .._random import spawn_generators
 from .._validation import _fit_context, atomic_fit, check_delta_vs_n
@@ -107,6 +107,11 @@ class DPSGDClassifier(BaseDPLinearClassifier):
     True
     """
 
+    _parameter_constraints: dict = {
+        **BaseDPLinearClassifier._parameter_constraints,
+        **BaseDPLinearClassifier._LOSS_CONSTRAINT,
+    }
+
     def __init__(
         self,
         *,
@@ -186,7 +191,8 @@ class DPSGDClassifier(BaseDPLinearClassifier):
             engine_config(self, plan, clip, learning_rate),
             sample_rng=gens[_SAMPLE], noise_rng=gens[_NOISE], callback=epoch_printer(self, plan),
         )
-        self._store_linear(result.theta, classes, X.dtype, plan, learning_rate)
+        self._store_linear(*split_theta(result.theta, self.fit_intercept, X.dtype), classes,
+                           plan, learning_rate)
         return self
 
     def privacy_plan(self, n_samples, n_features, *, feature_names=None):

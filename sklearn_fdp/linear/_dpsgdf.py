@@ -356,6 +356,7 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
 
     _parameter_constraints: dict = {
         **BaseDPLinearClassifier._parameter_constraints,
+        **BaseDPLinearClassifier._LOSS_CONSTRAINT,
         "epsilon_mean": [Interval(Real, 0, None, closed="neither")],
         "epsilon_quantile": [Interval(Real, 0, None, closed="neither")],
         "feature_norm": [Interval(Real, 0, None, closed="neither")],
@@ -499,20 +500,7 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
 
     def _store(self, coef, intercept, classes, plan, learning_rate, released):
         """Set every fitted attribute, once the whole fit has succeeded."""
-        schedule = plan.schedule
-        self.classes_ = classes
-        self.coef_ = coef
-        self.intercept_ = intercept
-        self.n_iter_ = self.steps_ = schedule.steps
-        self.batch_size_ = schedule.batch_size
-        self.learning_rate_ = learning_rate
-        self.sampling_rate_ = schedule.sampling_rate
-        self.noise_multiplier_ = plan.noise_multiplier
-        self.dp_event_ = plan.dp_event
-        self.epsilon_ = plan.epsilon
-        self.delta_ = plan.delta
-        self.accountant_ = plan.accountant
-        self.privacy_plan_ = plan
+        self._store_linear(coef, intercept, classes, plan, learning_rate)
         self.feature_norm_ = float(self.feature_norm)
         # The preprocessing's public settings (mean_noise_multiplier_,
         # epsilon_mean_, ...) and released statistics; mean_ last.

@@ -16,7 +16,7 @@ import numpy as np
 
 from .._budget import calibrate_dpsgd, check_budget_params, dpsgd_schedule
 from .._docs import fill_doc
-from .._engine import LinearGradientOracle, LinearLoss, run_dp_sgd
+from .._engine import LinearGradientOracle, LinearLoss, run_dp_sgd, split_theta
 from .._mechanisms.fdp import (
     PUBLIC_LOSSES,
     alg1_oracles,
@@ -402,13 +402,8 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
     ([0, 1], True)
     """
 
-    # The model's loss, not a parameter (predict_proba is available).
-    loss = "log_loss"
-
     _parameter_constraints: dict = {
-        # Every parameter of the base but `loss`, which is fixed here.
-        **{k: v for k, v in BaseDPLinearClassifier._parameter_constraints.items()
-           if k != "loss"},
+        **BaseDPLinearClassifier._parameter_constraints,
         "public_features": "no_validation",
         "private_features": "no_validation",
         "label_public": ["boolean"],
@@ -536,8 +531,9 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
                 "with fixed bounds)."
             )
         theta = unscale_weights(run.theta, run.public_scale, n_features)
-        self._store_linear(theta, classes, X.dtype, plan, run.learning_rate)
-        self.n_iter_ = run.n_iter  # L-BFGS iterations for the statistic, else steps_
+        # n_iter_: the L-BFGS iterations for the statistic, else the steps.
+        self._store_linear(*split_theta(theta, self.fit_intercept, X.dtype), classes, plan,
+                           run.learning_rate, n_iter=run.n_iter)
         self.method_ = method
         self.feature_names_ = names
         self.public_mask_ = public_mask
