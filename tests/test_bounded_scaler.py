@@ -12,7 +12,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_fdp import BoundedScaler, FeatureDPLogisticRegression, privacy_report
 from sklearn_fdp import preprocessing
-from sklearn_fdp._report import _learns_from_data
+from sklearn_fdp._steps import learns_from_data as _learns_from_data
 from sklearn_fdp.pipeline import audit_preprocessing, make_private_pipeline
 
 # tests/test_common.py checks BoundedScaler((-10.0, 10.0)); these cover the other forms.
