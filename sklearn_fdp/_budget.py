@@ -58,6 +58,22 @@ def resolve_batch_size(est, n_samples):
     return int(est.batch_size)
 
 
+def resolve_public_batch_size(est, batch_size, n_samples):
+    """``est.public_batch_size``: the expected private ``batch_size`` for ``"auto"``,
+    every row for ``"full"``, or as given (checked against ``n``)."""
+    if est.public_batch_size == "auto":
+        return int(batch_size)
+    if est.public_batch_size == "full":
+        return int(n_samples)
+    if est.public_batch_size > n_samples:
+        raise ValueError(
+            f"`public_batch_size` of {type(est).__name__} is {est.public_batch_size!r} but "
+            f"the data have only {n_samples} rows. Use public_batch_size <= n_samples or "
+            "'auto'."
+        )
+    return int(est.public_batch_size)
+
+
 def dpsgd_schedule(est, n_samples):
     """The public :class:`~sklearn_fdp._plan.DPSGDSchedule` of ``est`` on ``n`` rows."""
     batch_size = resolve_batch_size(est, n_samples)

@@ -58,7 +58,9 @@ class PrivacyPlan:
     delta : float
         The δ the plan is accounted at.
     accountant : str
-        The accountant that gave ``epsilon`` (``"pld"`` or ``"rdp"``).
+        What gave ``epsilon``: ``"pld"`` or ``"rdp"`` (dp-accounting's
+        accountants), or ``"analytic"`` (the analytic Gaussian mechanism's
+        exact ε, for a single Gaussian release such as the private mean).
     unit : str
         One of :data:`UNITS`: ``"record"`` (every column and the label of a
         row), ``"private records"`` (every column and the label of a private

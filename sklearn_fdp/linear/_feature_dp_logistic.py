@@ -14,7 +14,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._budget import calibrate_dpsgd, check_budget_params, dpsgd_schedule
+from .._budget import (
+    calibrate_dpsgd,
+    check_budget_params,
+    dpsgd_schedule,
+    resolve_public_batch_size,
+)
 from .._docs import fill_doc
 from .._engine import LinearGradientOracle, LinearLoss, run_dp_sgd, split_theta
 from .._mechanisms.fdp import (
@@ -591,7 +596,7 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
             method=method, public_mask=public_mask,
             max_grad_norm=(_AUTO_CLIP[method] if self.max_grad_norm == "auto"
                            else float(self.max_grad_norm)),
-            public_batch_size=_public_batch_size(self, sgd.batch_size, n_samples),
+            public_batch_size=resolve_public_batch_size(self, sgd.batch_size, n_samples),
         )
         # The label statistic is one Gaussian release: a DP-SGD step at rate 1.
         schedule = (DPSGDSchedule(batch_size=n_samples, sampling_rate=1.0, steps=1)
@@ -619,18 +624,3 @@ def _resolve_method(est, public_mask):
             f"and label_public={est.label_public!r}; use method='alg1' or 'auto'."
         )
     return est.method
-
-
-def _public_batch_size(est, batch_size, n_samples):
-    """``public_batch_size`` resolved: the expected private batch, all rows, or as given."""
-    if est.public_batch_size == "auto":
-        return int(batch_size)
-    if est.public_batch_size == "full":
-        return int(n_samples)
-    if est.public_batch_size > n_samples:
-        raise ValueError(
-            f"`public_batch_size` of {type(est).__name__} is {est.public_batch_size!r} but "
-            f"the data have only {n_samples} rows. Use public_batch_size <= n_samples, "
-            "'full' or 'auto'."
-        )
-    return int(est.public_batch_size)

@@ -20,7 +20,12 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import accounting
-from .._budget import calibrate_dpsgd, check_budget_params, dpsgd_schedule
+from .._budget import (
+    calibrate_dpsgd,
+    check_budget_params,
+    dpsgd_schedule,
+    resolve_public_batch_size,
+)
 from .._docs import fill_doc
 from .._mechanisms.fdp import PUBLIC_LOSSES
 from .._outofcore import should_stream, validate_row_source
@@ -475,15 +480,7 @@ class MLPFeatureDP(ClassifierMixin, BaseEstimator):
         """Size of the uniform public batches (0 when no public gradient is used)."""
         if not uses_public:
             return 0
-        if self.public_batch_size == "auto":
-            return int(batch_size)
-        if self.public_batch_size > n_samples:
-            raise ValueError(
-                f"`public_batch_size` of {type(self).__name__} is {self.public_batch_size!r} "
-                f"but the data have only {n_samples} rows. Use public_batch_size <= "
-                "n_samples or 'auto'."
-            )
-        return int(self.public_batch_size)
+        return resolve_public_batch_size(self, batch_size, n_samples)
 
     def privacy_plan(self, n_samples, n_features, *, feature_names=None):
         """What a fit on ``n_samples`` × ``n_features`` data spends and protects.
