@@ -36,6 +36,7 @@ import scipy.sparse as sp
 from scipy.optimize import minimize
 from scipy.special import logsumexp, softmax
 
+from .. import accounting
 from .._engine._noise import NoiseStream
 from .._outofcore import row_slice, squared_row_norms
 from .fdp import FeatureDPPrivateOracle, label_prior
@@ -71,8 +72,8 @@ def release_label_statistic(X, y, loss, *, fit_intercept, max_grad_norm, noise_m
     Label DP (every feature public, the label private). ``C`` is
     :func:`statistic_clip` of ``max_grad_norm``; the noise, from
     ``noise_rng`` alone (a private stream), has std ``noise_multiplier * C``.
-    Its DpEvent is a DP-SGD run of one step at sampling rate 1
-    (``accounting.dpsgd_event(noise_multiplier, 1.0, 1)``), the one the
+    Its DpEvent, returned with it, is a DP-SGD run of one step at sampling
+    rate 1 (``accounting.dpsgd_event(noise_multiplier, 1.0, 1)``), the one the
     estimator's privacy plan calibrates σ for.
 
     Parameters
@@ -92,6 +93,8 @@ def release_label_statistic(X, y, loss, *, fit_intercept, max_grad_norm, noise_m
         ``P~``, in ``X``'s dtype.
     clip : float
         The clip norm ``C`` used.
+    event : dp_accounting.DpEvent
+        What the release spent.
     """
     n_samples, n_features = X.shape
     clip = statistic_clip(X, loss.n_outputs, fit_intercept, max_grad_norm)
@@ -99,7 +102,7 @@ def release_label_statistic(X, y, loss, *, fit_intercept, max_grad_norm, noise_m
                                     fit_intercept, clip)
     theta = np.zeros((n_features + int(fit_intercept), loss.n_outputs), dtype=X.dtype)
     released = release_private_sum(oracle, n_samples, theta, noise_multiplier * clip, noise_rng)
-    return released, clip
+    return released, clip, accounting.dpsgd_event(noise_multiplier, 1.0, 1)
 
 
 def release_private_sum(private_oracle, n_samples, theta, noise_std, noise_rng):

@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .. import accounting
 from .._budget import (
     calibrate_dpsgd,
     check_budget_params,
@@ -156,10 +157,13 @@ def _fit_statistic(est, X, y, loss, plan, gens):
     """Label DP: one release of the θ-free private sum, then L-BFGS (post-processing)."""
     n_samples = X.shape[0]
     sigma = plan.noise_multiplier
-    released, clip = release_label_statistic(
+    released, clip, event = release_label_statistic(
         X, y, loss, fit_intercept=est.fit_intercept,
         max_grad_norm=plan.details["max_grad_norm"], noise_multiplier=sigma,
         noise_rng=gens[_NOISE])
+    if repr(accounting.compose_events(event)) != repr(plan.dp_event):  # one source of truth
+        raise RuntimeError(f"{type(est).__name__}: the statistic spent {event!r}, the plan "
+                           f"{plan.dp_event!r}.")
     report = progress_reporter(1)
     if report is not None:
         report(1)
