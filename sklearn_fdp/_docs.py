@@ -129,6 +129,15 @@ accountant_ : str
     "dp_event_": """\
 dp_event_ : dp_accounting.DpEvent
     The mechanism run by ``fit``, for re-accounting (e.g. at another δ).""",
+    "public_features_": """\
+public_features_ : ndarray of int
+    Indices of the public columns.""",
+    "private_features_": """\
+private_features_ : ndarray of int
+    Indices of the protected columns.""",
+    "label_public_": """\
+label_public_ : bool
+    Whether the label was treated as public.""",
     "privacy_plan_": """\
 privacy_plan_ : PrivacyPlan
     What the fit spent and protects, computed from public quantities

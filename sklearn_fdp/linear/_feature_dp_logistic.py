@@ -332,12 +332,9 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
     [[privacy_plan_]]
     public_mask_ : ndarray of bool of shape (n_features_in_,)
         Which columns were treated as public.
-    public_features_ : ndarray of int
-        Indices of the public columns.
-    private_features_ : ndarray of int
-        Indices of the protected columns.
-    label_public_ : bool
-        Whether the label was treated as public.
+    [[public_features_]]
+    [[private_features_]]
+    [[label_public_]]
     alpha_ : float
         α used (1 for ``method="dpsgd"``).
     method_ : str

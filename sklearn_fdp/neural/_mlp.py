@@ -280,12 +280,9 @@ class MLPFeatureDP(ClassifierMixin, BaseEstimator):
     [[privacy_plan_]]
     public_mask_ : ndarray of bool of shape (n_features_in_,)
         Columns treated as public (all False for ``method="dp"``).
-    public_features_ : ndarray of int
-        Indices of the public columns.
-    private_features_ : ndarray of int
-        Indices of the protected columns.
-    label_public_ : bool
-        Whether the label was treated as public.
+    [[public_features_]]
+    [[private_features_]]
+    [[label_public_]]
     alpha_ : float
         α used (1 unless ``method="alg1"``).
     public_batch_size_ : int
