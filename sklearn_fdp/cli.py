@@ -35,7 +35,13 @@ Preprocessing is data-independent where the data are private:
   input columns only.
 
 The learnt category lists and bounds are stored as constants in the
-pipeline, so :func:`sklearn_fdp.privacy_report` sees data-independent steps.
+pipeline; which of them ``train`` read off the (public) data is recorded in
+the model file, and ``report`` says so instead of calling those encoders
+data-independent.
+
+``train`` prints a line on stderr as each phase starts (``--quiet``: none).
+``import sklearn_fdp`` and this module load nothing heavy at import time, so
+``--version`` and ``--help`` answer at once.
 """
 
 import argparse
@@ -453,8 +459,9 @@ def _plan_columns(X, private, categories, bounds, path):
             raise CLIError(
                 f"column {col!r} of {path!r} is numeric but {_where(index)} holds "
                 f"{value!r}" + (f" ({n_bad} non-numeric value(s) in all)" if n_bad > 1
-                                else "") + ". Fix or drop those rows, declare the column "
-                f"categorical (--categories '{col}=A|B|C' or --schema), or --drop {col}.")
+                                else "")
+                + f". Fix or drop {'that row' if n_bad == 1 else 'those rows'}, declare the "
+                f"column categorical (--categories '{col}=A|B|C' or --schema), or --drop {col}.")
         if col in bounds or numeric_like:
             if not numeric_like:
                 n_bad, index, value = _non_numeric(series)

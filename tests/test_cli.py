@@ -689,3 +689,18 @@ def test_documented_schema_command_runs(tmp_path, capsys, monkeypatch):
     assert main(argv) == 0
     printed = capsys.readouterr().out.splitlines()
     assert printed == outputs[:len(printed)] and len(printed) == len(outputs)
+
+
+def test_cli_model_is_the_plain_fit_of_its_pipeline(data):
+    """Calibrating through privacy_plan before the fit (the progress line) changes nothing."""
+    from sklearn.base import clone
+
+    tmp, train, _ = data
+    out = tmp / "m.skops"
+    assert _train(train, out, quiet=False) == 0
+    model = _load(str(out))
+    frame = pd.read_csv(train)
+    plain = clone(model).fit(frame.drop(columns=["y"]), frame["y"])
+    np.testing.assert_array_equal(model[-1].coef_, plain[-1].coef_)
+    np.testing.assert_array_equal(model[-1].intercept_, plain[-1].intercept_)
+    assert model[-1].noise_multiplier_ == plain[-1].noise_multiplier_
