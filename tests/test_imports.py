@@ -47,3 +47,18 @@ def test_public_names_resolve():
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         sklearn_fdp.nope  # noqa: B018
     assert sklearn_fdp.accounting.DpEvent.__module__.startswith("dp_accounting")
+
+
+def test_docs_quote_the_startup_benchmark():
+    """The start-up table of docs/cli.md is benchmarks/results/startup.json's medians."""
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    rows = json.loads((root / "benchmarks" / "results" / "startup.json").read_text())["commands"]
+    ref = json.loads((root / "benchmarks" / "results" / "startup.json").read_text())["compare"]
+    doc = (root / "docs" / "cli.md").read_text()
+    for name in ("sklearn-fdp --version", "sklearn-fdp --help", "python -c 'import sklearn_fdp'"):
+        now = f"{rows[name]['median_s']:.3f} s"
+        old = rows.get(f"{name} [{ref['ref']}]")
+        cells = f"| `{name}` | {now} | " + (f"{old['median_s']:.3f} s |" if old else "|")
+        assert cells in doc, cells
