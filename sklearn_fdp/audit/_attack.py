@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from numbers import Integral, Real
 
 import numpy as np
+import pandas as pd
 import scipy.sparse as sp
 from scipy.special import logsumexp
 from scipy.stats import binomtest
@@ -330,8 +331,6 @@ default=None
     # -- validation ------------------------------------------------------------
 
     def _multi(self):
-        import pandas as pd
-
         return isinstance(self.attribute, (list, tuple, np.ndarray, pd.Index))
 
     def _columns(self):
@@ -411,8 +410,6 @@ default=None
 
     def _check_X(self, X, cols, what="X"):
         """Copy-free view of X as (DataFrame or 2-D ndarray, resolved columns, present?)."""
-        import pandas as pd
-
         if sp.issparse(X):
             raise TypeError(f"{_NAME} needs dense `{what}`; got a sparse matrix. Pass "
                             "X.toarray() or a DataFrame.")
@@ -443,8 +440,6 @@ default=None
         return X, present
 
     def _check_y(self, y, n, what="y"):
-        import pandas as pd
-
         y = np.asarray(y)
         if y.ndim != 1 or y.shape[0] != n:
             raise ValueError(f"`{what}` must be 1-D with one label per record ({n}), got shape "
@@ -458,8 +453,6 @@ default=None
 
     def _candidate_index(self, values, cols, what):
         """Index in candidates_ of each row's attribute value."""
-        import pandas as pd
-
         cand = self.candidates_
         if self._multi():
             values = np.asarray(values)
@@ -481,8 +474,6 @@ default=None
         return idx
 
     def _attribute_values(self, X, cols, what):
-        import pandas as pd
-
         if isinstance(X, pd.DataFrame):
             v = X[cols].to_numpy()
         else:
@@ -493,8 +484,6 @@ default=None
 
     def _rest(self, X, cols):
         """The record without the attribute, as a DataFrame with string column names."""
-        import pandas as pd
-
         if isinstance(X, pd.DataFrame):
             rest = X.drop(columns=[c for c in cols if c in X.columns])
         else:
@@ -505,8 +494,6 @@ default=None
         return rest.reset_index(drop=True)
 
     def _with_label(self, rest, y_idx):
-        import pandas as pd
-
         classes = self.estimator.classes_
         onehot = np.zeros((len(rest), len(classes)))
         onehot[np.arange(len(rest)), y_idx] = 1.0
@@ -514,8 +501,6 @@ default=None
         return pd.concat([rest, labels], axis=1)
 
     def _completed(self, X, cols, k, present):
-        import pandas as pd
-
         value = self.candidates_[k]
         if isinstance(X, pd.DataFrame):
             Xc = X.copy()

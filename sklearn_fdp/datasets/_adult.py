@@ -11,6 +11,7 @@ import io
 from importlib import resources
 
 import numpy as np
+import pandas as pd
 from sklearn.compose import ColumnTransformer
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import Normalizer, OneHotEncoder
@@ -164,8 +165,6 @@ Knowledge Discovery and Data Mining (KDD-96), 202-207.
 @functools.lru_cache(maxsize=None)
 def _read_adult(split):
     """Parse one bundled file; cached per process. Callers must copy."""
-    import pandas as pd
-
     resource = resources.files(_DATA_PACKAGE) / "data" / _FILES[split]
     with resource.open("rb") as raw, gzip.open(raw, "rt", encoding="ascii") as text:
         frame = pd.read_csv(
@@ -272,8 +271,6 @@ def load_adult(*, return_X_y=False, as_frame=True, split="both"):
     >>> int(y_train.sum()), int(y_test.sum())
     (7841, 3846)
     """
-    import pandas as pd
-
     if split not in _SPLITS:
         raise ValueError(
             f"`split` of load_adult must be one of {list(_SPLITS)}, got {split!r}. "
