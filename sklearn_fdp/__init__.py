@@ -1,27 +1,50 @@
 """sklearn_fdp: scikit-learn estimators trained with (feature) differential privacy."""
 
-from . import (
-    accounting,
-    audit,
-    datasets,
-    exceptions,
-    features,
-    model_selection,
-    pipeline,
-    plotting,
-    preprocessing,
-)
-from ._plan import PrivacyPlan
-from ._report import PrivacyReport, privacy_report
+import importlib
+
 from .exceptions import BudgetExceededError, FdpWarning, PerformanceWarning, PrivacyLeakWarning
-from .linear import (
-    AdaMixClassifier,
-    DPSGDClassifier,
-    DPSGDFClassifier,
-    FeatureDPLogisticRegression,
+
+# Everything else is loaded on first use (PEP 562), so that `import sklearn_fdp`
+# and `sklearn-fdp --version` do not pay for scikit-learn, pandas, dp-accounting
+# or numba (issue 21). Public name -> the module that defines it.
+_LAZY = {
+    "PrivacyPlan": "._plan",
+    "PrivacyReport": "._report",
+    "privacy_report": "._report",
+    "AdaMixClassifier": ".linear",
+    "DPSGDClassifier": ".linear",
+    "DPSGDFClassifier": ".linear",
+    "FeatureDPLogisticRegression": ".linear",
+    "MLPFeatureDP": ".neural",
+    "BoundedScaler": ".preprocessing",
+    "PrivateMeanCenterer": ".preprocessing",
+}
+_SUBMODULES = (
+    "accounting",
+    "audit",
+    "datasets",
+    "exceptions",
+    "features",
+    "model_selection",
+    "pipeline",
+    "plotting",
+    "preprocessing",
 )
-from .neural import MLPFeatureDP
-from .preprocessing import BoundedScaler, PrivateMeanCenterer
+
+
+def __getattr__(name):
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value  # later look-ups skip __getattr__
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
 
 __version__ = "0.1.0"
 

@@ -43,10 +43,8 @@ import logging
 import math
 from numbers import Integral, Real
 
-import dp_accounting
-from dp_accounting import mechanism_calibration
-from dp_accounting.pld import pld_privacy_accountant
-from dp_accounting.rdp import rdp_privacy_accountant
+# dp-accounting (and the scipy.signal it loads) is imported inside the functions
+# that use it, so that `import sklearn_fdp` stays fast (issue 21).
 
 __all__ = [
     "ACCOUNTANTS",
@@ -71,12 +69,25 @@ __all__ = [
 ACCOUNTANTS = ("rdp", "pld")
 NEIGHBORING_RELATIONS = ("add_remove", "replace")
 
-DpEvent = dp_accounting.DpEvent
 
-_RELATION = {
-    "add_remove": dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE,
-    "replace": dp_accounting.NeighboringRelation.REPLACE_ONE,
-}
+def __getattr__(name):
+    # ``DpEvent`` is dp-accounting's class, loaded on first use (PEP 562).
+    if name == "DpEvent":
+        import dp_accounting
+
+        return dp_accounting.DpEvent
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _relation(neighboring):
+    """dp-accounting's ``NeighboringRelation`` for ``"add_remove"`` or ``"replace"``."""
+    import dp_accounting
+
+    return {
+        "add_remove": dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE,
+        "replace": dp_accounting.NeighboringRelation.REPLACE_ONE,
+    }[neighboring]
+
 
 # Smallest and largest noise multipliers the calibration will consider. Below
 # the floor the RDP orders overflow; above the ceiling a model is pure noise.
@@ -125,6 +136,8 @@ def dpsgd_event(noise_multiplier, sampling_rate, steps):
     event : dp_accounting.DpEvent
         ``SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(σ)), T)``.
     """
+    import dp_accounting
+
     _check_positive("noise_multiplier", noise_multiplier)
     _check_positive("sampling_rate", sampling_rate)
     if sampling_rate > 1:
@@ -151,6 +164,8 @@ def gaussian_event(noise_multiplier):
     event : dp_accounting.DpEvent
         ``GaussianDpEvent(noise_multiplier)``.
     """
+    import dp_accounting
+
     _check_positive("noise_multiplier", noise_multiplier)
     return dp_accounting.GaussianDpEvent(float(noise_multiplier))
 
@@ -168,6 +183,8 @@ def compose_events(*events):
     event : dp_accounting.DpEvent
         The single remaining event, or a ``ComposedDpEvent``.
     """
+    import dp_accounting
+
     events = [e for e in events if not isinstance(e, dp_accounting.NoOpDpEvent)]
     if len(events) == 1:
         return events[0]
@@ -176,6 +193,8 @@ def compose_events(*events):
 
 def _rdp_replace_one(event):
     """Rewrite ``event`` so that RDP under add/remove accounts it under replace-one."""
+    import dp_accounting
+
     if isinstance(event, dp_accounting.GaussianDpEvent):
         # Sensitivity 2C with noise σC is the add/remove Gaussian with σ/2.
         return dp_accounting.GaussianDpEvent(event.noise_multiplier / 2)
@@ -225,6 +244,8 @@ _EPSILON_CACHE_SIZE = 1024
 
 def _rdp_raw(event, delta, neighboring):
     """dp-accounting's RDP ε, and whether its optimum is the largest order."""
+    from dp_accounting.rdp import rdp_privacy_accountant
+
     acc = rdp_privacy_accountant.RdpAccountant()
     acc.compose(_rdp_replace_one(event) if neighboring == "replace" else event)
     eps, order = acc.get_epsilon_and_optimal_order(delta)
@@ -233,7 +254,9 @@ def _rdp_raw(event, delta, neighboring):
 
 def _pld_raw(event, delta, neighboring, interval):
     """dp-accounting's PLD ε at this discretisation, and the size of its grid."""
-    acc = pld_privacy_accountant.PLDAccountant(_RELATION[neighboring],
+    from dp_accounting.pld import pld_privacy_accountant
+
+    acc = pld_privacy_accountant.PLDAccountant(_relation(neighboring),
                                                value_discretization_interval=interval)
     acc.compose(event)
     eps = float(acc.get_epsilon(delta))
@@ -274,6 +297,8 @@ def _sound(eps):
 
 def _account(event, delta, accountant, neighboring):
     """(ε, accountant that answered) under the rules of the module docstring."""
+    from dp_accounting.pld import pld_privacy_accountant
+
     pld_usable = delta >= _PLD_MIN_DELTA
     if accountant == "rdp" or not pld_usable:
         try:
@@ -285,7 +310,7 @@ def _account(event, delta, accountant, neighboring):
         if _sound(rdp) and not capped:
             return rdp, "rdp"
         if pld_usable and pld_privacy_accountant.PLDAccountant(
-                _RELATION[neighboring]).supports(event):
+                _relation(neighboring)).supports(event):
             pld = _pld_epsilon(event, delta, neighboring)
             if math.isfinite(pld) and not (_sound(rdp) and rdp < pld):
                 return pld, "pld"
@@ -626,6 +651,8 @@ def gaussian_noise_multiplier(epsilon, delta, *, neighboring="add_remove"):
     >>> round(gaussian_noise_multiplier(1.0, 1e-5), 2)
     3.73
     """
+    import dp_accounting
+
     _check_positive("epsilon", epsilon)
     _check_delta(delta)
     _check_choice("neighboring", neighboring, NEIGHBORING_RELATIONS)
@@ -658,6 +685,8 @@ def gaussian_epsilon(noise_multiplier, delta, *, neighboring="add_remove"):
         > 0 for ``delta`` > 0: where the noise is so large that the release is
         (0, δ)-DP, a small positive upper bound (see :func:`epsilon_of_event`).
     """
+    import dp_accounting
+
     _check_positive("noise_multiplier", noise_multiplier)
     _check_delta(delta)
     _check_choice("neighboring", neighboring, NEIGHBORING_RELATIONS)
@@ -772,6 +801,8 @@ def repeat_and_select_event(event, mean, shape):
     event : dp_accounting.DpEvent
         ``RepeatAndSelectDpEvent(event, mean, shape)``.
     """
+    import dp_accounting
+
     _check_positive("mean", mean)
     if mean < 1:
         raise ValueError(f"`mean` must be >= 1, got {mean!r}.")
@@ -799,6 +830,8 @@ def truncated_negative_binomial_gamma(shape, mean):
     gamma : float
         γ in (0, 1].
     """
+    from dp_accounting.rdp import rdp_privacy_accountant
+
     return float(rdp_privacy_accountant._gamma_truncated_negative_binomial(
         float(shape), float(mean)))
 
@@ -841,6 +874,9 @@ def calibrate_repeat_and_select(make_trial_event, epsilon, delta, mean, shape, *
     BudgetExceededError
         When even ``upper`` spends more than ``epsilon``.
     """
+    from dp_accounting import mechanism_calibration
+    from dp_accounting.rdp import rdp_privacy_accountant
+
     from .exceptions import BudgetExceededError
 
     _check_positive("epsilon", epsilon)

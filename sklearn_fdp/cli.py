@@ -35,7 +35,13 @@ Preprocessing is data-independent where the data are private:
   input columns only.
 
 The learnt category lists and bounds are stored as constants in the
-pipeline, so :func:`sklearn_fdp.privacy_report` sees data-independent steps.
+pipeline; which of them ``train`` read off the (public) data is recorded in
+the model file, and ``report`` says so instead of calling those encoders
+data-independent.
+
+``train`` prints a line on stderr as each phase starts (``--quiet``: none).
+``import sklearn_fdp`` and this module load nothing heavy at import time, so
+``--version`` and ``--help`` answer at once.
 """
 
 import argparse
@@ -44,6 +50,7 @@ import json
 import math
 import os
 import sys
+import time
 import warnings
 
 import numpy as np
@@ -136,6 +143,20 @@ def _names(text):
     return [c.strip() for c in text.split(",") if c.strip()]
 
 
+def _sep(text):
+    text = {"\\t": "\t", "tab": "\t"}.get(text, text)
+    if len(text) != 1 or text in "\"\r\n":
+        raise argparse.ArgumentTypeError(
+            f"--sep must be one character (e.g. ';', or '\\t' for tabs), got {text!r}")
+    return text
+
+
+def _add_sep(parser):
+    parser.add_argument("--sep", type=_sep, default=",", metavar="CHAR",
+                        help="field delimiter of the CSV file: one character, '\\t' or "
+                             "'tab' for tabs (default: %(default)r)")
+
+
 def _build_parser():
     parser = argparse.ArgumentParser(
         prog="sklearn-fdp",
@@ -190,7 +211,9 @@ def _build_parser():
     tr.add_argument("--random-state", type=int, default=None,
                     help="seed of the batches and the noise (default: fresh randomness)")
     tr.add_argument("--out", required=True, help="where to write the model (.skops)")
-    tr.add_argument("--quiet", action="store_true", help="no progress bar")
+    tr.add_argument("--quiet", action="store_true",
+                    help="no progress lines or bar on stderr (notes and warnings stay)")
+    _add_sep(tr)
 
     ev = sub.add_parser("evaluate", help="score a saved model on a CSV file",
                         description="Accuracy, balanced accuracy and log loss of a saved "
@@ -199,6 +222,7 @@ def _build_parser():
     ev.add_argument("csv", help="labelled data with the training columns")
     ev.add_argument("--target", required=True, help="name of the label column")
     ev.add_argument("--json", action="store_true", help="print a JSON object")
+    _add_sep(ev)
 
     rp = sub.add_parser("report", help="privacy report of a saved model",
                         description="What the saved model spent: sklearn_fdp.privacy_report.")
@@ -212,11 +236,12 @@ def _build_parser():
 # -- reading data ---------------------------------------------------------------------------
 
 
-def _read_csv(path):
+def _read_csv(path, sep=","):
     import pandas as pd
 
+    shown = "a tab" if sep == "\t" else repr(sep)
     try:
-        frame = pd.read_csv(path, skipinitialspace=True)
+        frame = pd.read_csv(path, sep=sep, skipinitialspace=True)
     except FileNotFoundError:
         raise CLIError(f"CSV file {path!r} does not exist.") from None
     except IsADirectoryError:
@@ -226,11 +251,21 @@ def _read_csv(path):
             from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise CLIError(f"CSV file {path!r} could not be parsed: {exc}. Check the delimiter "
-                       "(a comma) and that every row has as many fields as the header.") \
-            from None
+                       f"({shown}; give another with --sep) and that every row has as many "
+                       "fields as the header.") from None
     if len(frame) == 0:
         raise CLIError(f"CSV file {path!r} has a header but no data rows.")
     frame.columns = [str(c) for c in frame.columns]
+    if frame.shape[1] == 1:
+        header = frame.columns[0]
+        other = [(c, name) for c, name in ((";", "';'"), ("\t", "a tab"), (",", "','"))
+                 if c != sep and c in header]
+        if other:
+            char, name = other[0]
+            arg = "'\\t'" if char == "\t" else repr(char)
+            raise CLIError(
+                f"CSV file {path!r} parses into a single column {header[:60]!r} with the "
+                f"delimiter {shown}, but its header contains {name}: give --sep {arg}.")
     return frame
 
 
@@ -262,12 +297,26 @@ def _split_target(frame, target, path):
     return frame.drop(columns=[target]), y
 
 
-def _non_numeric_example(series):
+def _non_numeric(series):
+    """``(n, first index, first value)`` of the values of ``series`` that are not numbers."""
     import pandas as pd
 
     coerced = pd.to_numeric(series, errors="coerce")
     bad = series[coerced.isna() & series.notna()]
-    return None if bad.empty else bad.iloc[0]
+    return (0, None, None) if bad.empty else (len(bad), bad.index[0], bad.iloc[0])
+
+
+def _where(index):
+    """Where the row with frame index ``index`` is in the CSV file (header = line 1)."""
+    return f"data row {index + 1} (line {index + 2} of the file)"
+
+
+def _stray_values(series):
+    """Whether ``series`` (not parsed as numbers) is numeric but for a few stray values:
+    more than half of its non-missing values are numbers."""
+    n_bad, _, _ = _non_numeric(series)
+    n_present = int(series.notna().sum())
+    return 0 < n_bad and n_present - n_bad > n_present / 2
 
 
 def _n_infinite(series):
@@ -405,13 +454,21 @@ def _plan_columns(X, private, categories, bounds, path):
             categorical.append((col, categories[col]))
             continue
         numeric_like = _is_numeric(series) or _is_bool(series)
+        if not numeric_like and col not in bounds and _stray_values(series):
+            n_bad, index, value = _non_numeric(series)
+            raise CLIError(
+                f"column {col!r} of {path!r} is numeric but {_where(index)} holds "
+                f"{value!r}" + (f" ({n_bad} non-numeric value(s) in all)" if n_bad > 1
+                                else "")
+                + f". Fix or drop {'that row' if n_bad == 1 else 'those rows'}, declare the "
+                f"column categorical (--categories '{col}=A|B|C' or --schema), or --drop {col}.")
         if col in bounds or numeric_like:
             if not numeric_like:
-                example = _non_numeric_example(series)
+                n_bad, index, value = _non_numeric(series)
                 raise CLIError(
-                    f"column {col!r} has bounds but non-numeric values (e.g. {example!r}). "
-                    f"Give its categories instead (--categories '{col}=A|B|C'), or --drop "
-                    f"{col}.")
+                    f"column {col!r} has bounds but non-numeric values ({value!r} at "
+                    f"{_where(index)}). Give its categories instead (--categories "
+                    f"'{col}=A|B|C'), or --drop {col}.")
             missing = int(series.isna().sum())
             if missing:
                 raise CLIError(
@@ -537,15 +594,27 @@ class _ProgressBar:
             self.bar.close()
 
 
+class _Phases:
+    """One line on stderr as each phase of ``train`` starts, with the time since the start
+    (``--quiet``: none), so that no wait of more than a second is silent."""
+
+    def __init__(self, quiet):
+        self.quiet = quiet
+        self.start = time.perf_counter()
+
+    def __call__(self, text):
+        if not self.quiet:
+            print(f"[{time.perf_counter() - self.start:6.1f} s] {text}", file=sys.stderr,
+                  flush=True)
+
+
 def _train(args):
-    from sklearn.pipeline import Pipeline
-
-    from ._progress import progress_hook
-
+    phase = _Phases(args.quiet)
     out_dir = os.path.dirname(os.path.abspath(args.out))
     if not os.path.isdir(out_dir):
         raise CLIError(f"--out {args.out!r}: directory {out_dir!r} does not exist.")
-    frame = _read_csv(args.csv)
+    phase(f"reading {args.csv}")
+    frame = _read_csv(args.csv, args.sep)
     X, y = _split_target(frame, args.target, args.csv)
     _check_known(args.drop, X.columns, "--drop", args.csv)
     if args.target in args.drop:
@@ -557,6 +626,7 @@ def _train(args):
     if stray:
         raise CLIError(f"--categories/--bounds/--schema give column {stray[0]!r}, which is "
                        "the target or dropped; remove it from there.")
+    phase(f"checking {len(frame)} rows x {X.shape[1]} columns and planning their encoding")
     classes = y.unique()
     if len(classes) < 2:
         raise CLIError(
@@ -575,19 +645,37 @@ def _train(args):
               "(give --bounds to keep them).", file=sys.stderr)
     _note_unknown_categories(X, categorical)
 
+    phase("loading scikit-learn and the estimator")
+    from sklearn.pipeline import Pipeline
+
+    from ._progress import progress_hook
+
     pre = _make_preprocessor(numeric, categorical)
     outputs = _output_names(numeric, categorical)
     private_outputs = [name for col in private for name in outputs[col]]
     estimator = _make_estimator(args, private_outputs)
     model = Pipeline([("preprocess", pre), ("model", estimator)])
+    name = type(estimator).__name__
+    learnt_steps = _learnt_steps(learnt, numeric, categorical)
+    if learnt_steps:  # read by `report` (the encoders' lists are constants by now)
+        model.cli_learnt_from_data_ = learnt_steps
 
-    bar = _ProgressBar(f"{type(estimator).__name__}", disable=args.quiet)
+    bar = _ProgressBar(name, disable=args.quiet)
     try:
-        with warnings.catch_warnings(record=True) as caught, progress_hook(bar):
+        with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            model.fit(X, y)
+            # The plan is what fit computes first, from public quantities only; asking
+            # it here shows the calibration of the noise (seconds under PLD) as a phase
+            # of its own: fit then finds the calibrated σ in accounting's cache.
+            phase(f"calibrating the noise of {name} (epsilon {args.epsilon:g}, "
+                  f"delta {args.delta:g})")
+            names = [n for v in outputs.values() for n in v]
+            estimator.privacy_plan(len(X), len(names), feature_names=names)
+            phase(f"fitting the preprocessing and {name}")
+            with progress_hook(bar):
+                model.fit(X, y)
     except ValueError as exc:  # parameter and data checks of the estimator
-        raise CLIError(f"{type(estimator).__name__} could not be fitted: {exc}") from None
+        raise CLIError(f"{name} could not be fitted: {exc}") from None
     except ImportError as exc:  # e.g. fdp-mlp without torch
         raise CLIError(str(exc)) from None
     finally:
@@ -595,6 +683,7 @@ def _train(args):
     for w in caught:
         print(f"warning: {w.message}", file=sys.stderr)
 
+    phase(f"saving to {args.out}")
     _save(model, args.out)
     est = model[-1]
     protected = ", ".join(private) if args.model in FDP_MODELS else "every column"
@@ -606,6 +695,17 @@ def _train(args):
           f"(noise multiplier {est.noise_multiplier_:.4g}, {est.steps_} steps)")
     print(f"saved to {args.out}")
     return 0
+
+
+def _learnt_steps(learnt, numeric, categorical):
+    """``{report step name: [columns]}``: the public columns whose bounds or categories
+    ``train`` read off the data (constants in the pipeline, so the report cannot tell)."""
+    learnt = set(learnt)
+    steps = {
+        "preprocess__columns__num": [c for c, _ in numeric if c in learnt],
+        "preprocess__columns__cat__onehot": [c for c, _ in categorical if c in learnt],
+    }
+    return {step: cols for step, cols in steps.items() if cols}
 
 
 def _note_unknown_categories(X, categorical):
@@ -713,24 +813,45 @@ def _model_inputs(model):
     return list(columns.feature_names_in_), numeric
 
 
-def _coerce_labels(y, classes):
-    """Compare test labels with ``classes_`` in the classes' type (CSV types may differ)."""
+def _coerce_labels(y, classes, target, path):
+    """Test labels in the type of ``classes_`` (CSV types may differ).
+
+    Raises :class:`CLIError` when they cannot be compared with the classes: text
+    labels against a model of numeric classes, or no label among the classes.
+    """
     import pandas as pd
 
+    shown = [c.item() if hasattr(c, "item") else c for c in classes]
     if classes.dtype.kind in "OUS":
-        return y.astype(str).to_numpy()
-    if not pd.api.types.is_numeric_dtype(y):
-        coerced = pd.to_numeric(y, errors="coerce")
-        if coerced.notna().all():
-            return coerced.to_numpy()
-    return y.to_numpy()
+        y_true = y.astype(str).to_numpy()
+        known = {str(c) for c in classes}
+    else:
+        y_true = y.to_numpy()
+        if not (pd.api.types.is_numeric_dtype(y) or pd.api.types.is_bool_dtype(y)):
+            coerced = pd.to_numeric(y, errors="coerce")
+            if coerced.isna().any():
+                value = y[coerced.isna()].iloc[0]
+                raise CLIError(
+                    f"target column {target!r} of {path!r} holds text labels (e.g. "
+                    f"{value!r}) but the model was trained on the numeric classes {shown}. "
+                    "Give a CSV whose labels are coded as in training (or train the model "
+                    "on these labels).")
+            y_true = coerced.to_numpy()
+        known = set(classes.tolist())
+    if not any(v in known for v in y_true):
+        examples = sorted({str(v) for v in y_true})[:5]
+        raise CLIError(
+            f"none of the labels of target column {target!r} in {path!r} (e.g. "
+            f"{', '.join(examples)}) is a class of the model ({shown}). Check --target, "
+            "and that the labels are coded as in training.")
+    return y_true
 
 
 def _evaluate(args):
     from sklearn.metrics import accuracy_score, balanced_accuracy_score, log_loss
 
     model = _load(args.model)
-    frame = _read_csv(args.csv)
+    frame = _read_csv(args.csv, args.sep)
     X, y = _split_target(frame, args.target, args.csv)
     inputs, numeric = _model_inputs(model)
     missing = [c for c in inputs if c not in X.columns]
@@ -741,8 +862,9 @@ def _evaluate(args):
     X = X[inputs]
     for col in numeric:
         if not (_is_numeric(X[col]) or _is_bool(X[col])):
-            raise CLIError(f"column {col!r} of {args.csv!r} should be numeric but holds "
-                           f"{_non_numeric_example(X[col])!r}.")
+            _, index, value = _non_numeric(X[col])
+            raise CLIError(f"column {col!r} of {args.csv!r} should be numeric but "
+                           f"{_where(index)} holds {value!r}; fix or drop that row.")
         if X[col].isna().any():
             raise CLIError(f"numeric column {col!r} of {args.csv!r} has "
                            f"{int(X[col].isna().sum())} missing value(s); fill or drop them.")
@@ -750,7 +872,7 @@ def _evaluate(args):
             raise CLIError(f"numeric column {col!r} of {args.csv!r} has "
                            f"{_n_infinite(X[col])} infinite value(s); replace or drop them.")
     est = model[-1]
-    y_true = _coerce_labels(y, est.classes_)
+    y_true = _coerce_labels(y, est.classes_, args.target, args.csv)
     proba = model.predict_proba(X)
     y_pred = est.classes_[np.argmax(proba, axis=1)]
     unseen = sorted({str(v) for v in y_true} - {str(c) for c in est.classes_})
@@ -779,10 +901,23 @@ def _report(args):
 
     model = _load(args.model)
     report = privacy_report(model, delta=args.delta)
+    learnt = getattr(model, "cli_learnt_from_data_", {})
+    notes = []
+    for step in report.steps:
+        cols = learnt.get(step["name"])
+        if cols:
+            # Their lists are constants in the file, but `train` read them off the data:
+            # of public columns only (it never does for a protected one), which feature
+            # DP does not protect.
+            step["kind"] = "public"
+            step["learnt_from_data"] = list(cols)
+            what = "bounds" if step["name"].endswith("num") else "categories"
+            notes.append(f"  note: {step['name']} learnt the {what} of {', '.join(cols)} "
+                         "from the training data (public columns only: none is protected)")
     if args.json:
         print(json.dumps(report.to_dict(), indent=2, default=str))
     else:
-        print(report)
+        print("\n".join([str(report), *notes]))
     return 0
 
 

@@ -537,3 +537,170 @@ def test_train_at_tiny_epsilon_or_delta(data, capsys, extra):
         assert rc == 2 and "Traceback" not in captured.err
         assert "brentq" not in captured.err and "bracket" not in captured.err
         assert extra[0].lstrip("-") in captured.err
+
+
+# -- issue 21: --sep, label types, stray values, report, the shipped schema, progress -------
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("sep, arg", [(";", ";"), ("\t", "\\t"), ("\t", "tab"), ("|", "|")])
+def test_sep_reads_other_delimiters(data, capsys, sep, arg):
+    tmp, train, test = data
+    for name, path in (("train", train), ("test", test)):
+        pd.read_csv(path).to_csv(tmp / f"{name}.sep", sep=sep, index=False)
+    out = tmp / "m.skops"
+    assert _train(str(tmp / "train.sep"), out, "--sep", arg) == 0
+    capsys.readouterr()
+    assert main(["evaluate", str(out), str(tmp / "test.sep"), "--target", "y",
+                 "--sep", arg, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"] == 200
+
+
+@pytest.mark.parametrize("sep, hint", [(";", "--sep ';'"), ("\t", "--sep '\\t'")])
+def test_single_column_file_hints_at_sep(data, capsys, sep, hint):
+    tmp, train, test = data
+    pd.read_csv(train).to_csv(tmp / "semi.csv", sep=sep, index=False)
+    err = _error(capsys, ["train", str(tmp / "semi.csv"), "--target", "y", *PRIVATE_ARGS,
+                          "--out", str(tmp / "m.skops")])
+    assert "single column" in err and hint in err
+    out = tmp / "m.skops"
+    assert _train(train, out) == 0
+    err = _error(capsys, ["evaluate", str(out), str(tmp / "semi.csv"), "--target", "y"])
+    assert hint in err
+
+
+def test_bad_sep_is_a_usage_error(data, capsys):
+    tmp, train, _ = data
+    err = _error(capsys, ["train", train, "--target", "y", *PRIVATE_ARGS, "--sep", ";;",
+                          "--out", str(tmp / "m.skops")])
+    assert "--sep must be one character" in err
+
+
+def test_evaluate_text_labels_against_numeric_model(data, capsys):
+    """A string-label CSV against a 0/1 model: exit 2 and a message, not a traceback."""
+    tmp, train, test = data
+    coded = pd.read_csv(train).assign(y=lambda f: (f["y"] == "hi").astype(int))
+    coded.to_csv(tmp / "coded.csv", index=False)
+    out = tmp / "m.skops"
+    assert _train(str(tmp / "coded.csv"), out) == 0
+    err = _error(capsys, ["evaluate", str(out), test, "--target", "y"])
+    assert ("target column 'y'" in err and "text labels" in err and "'hi'" in err
+            and "numeric classes [0, 1]" in err)
+
+
+def test_evaluate_labels_outside_the_classes(data, capsys):
+    tmp, train, test = data
+    out = tmp / "m.skops"
+    assert _train(train, out) == 0  # classes "hi"/"lo"
+    pd.read_csv(test).assign(y=lambda f: (f["y"] == "hi").astype(int)).to_csv(
+        tmp / "coded.csv", index=False)
+    err = _error(capsys, ["evaluate", str(out), str(tmp / "coded.csv"), "--target", "y"])
+    assert "none of the labels" in err and "['hi', 'lo']" in err
+
+
+def test_public_numeric_column_with_a_stray_value(data, capsys):
+    """One stray string in a public numeric column: an error naming column, row and value,
+    not a silent switch to one categorical feature per distinct value."""
+    tmp, train, _ = data
+    frame = pd.read_csv(train)
+    frame["hours"] = frame["hours"].astype(object)
+    frame.loc[6, "hours"] = "forty"
+    frame.to_csv(tmp / "stray.csv", index=False)
+    err = _error(capsys, ["train", str(tmp / "stray.csv"), "--target", "y", *PRIVATE_ARGS,
+                          "--out", str(tmp / "m.skops"), "--quiet"])
+    assert ("column 'hours'" in err and "data row 7 (line 8 of the file)" in err
+            and "'forty'" in err and "--categories 'hours=" in err)
+    # Declared categorical (by --categories or the schema): accepted as such.
+    (tmp / "schema.json").write_text(json.dumps({"categories": {"hours": ["forty"]}}))
+    assert _train(str(tmp / "stray.csv"), tmp / "m.skops", "--schema",
+                  str(tmp / "schema.json")) == 0
+
+
+def test_evaluate_numeric_column_with_a_stray_value(data, capsys):
+    tmp, train, test = data
+    out = tmp / "m.skops"
+    assert _train(train, out) == 0
+    frame = pd.read_csv(test)
+    frame["age"] = frame["age"].astype(object)
+    frame.loc[2, "age"] = "unknown"
+    frame.to_csv(tmp / "stray.csv", index=False)
+    err = _error(capsys, ["evaluate", str(out), str(tmp / "stray.csv"), "--target", "y"])
+    assert "'age'" in err and "data row 3 (line 4 of the file)" in err and "'unknown'" in err
+
+
+def test_report_says_which_encoders_were_learnt_from_the_data(data, capsys):
+    tmp, train, _ = data
+    out = tmp / "m.skops"
+    assert _train(train, out) == 0  # hours (numeric) and job (categorical) are public
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 0
+    text = capsys.readouterr().out
+    lines = {line.split(" (")[0].strip(): line for line in text.splitlines() if " (" in line}
+    for step in ("preprocess__columns__num", "preprocess__columns__cat__onehot"):
+        assert "learnt from public columns only" in lines[step], text
+        assert "data-independent" not in lines[step]
+    assert "learnt the bounds of hours from the training data" in text
+    assert "learnt the categories of job from the training data" in text
+    assert main(["report", str(out), "--json"]) == 0
+    steps = {s["name"]: s for s in json.loads(capsys.readouterr().out)["steps"]}
+    assert steps["preprocess__columns__cat__onehot"]["learnt_from_data"] == ["job"]
+    assert steps["preprocess__columns__num"]["learnt_from_data"] == ["hours"]
+    # Everything given (record-level model): nothing learnt, data-independent as before.
+    assert _train(train, tmp / "d.skops", model="dpsgd") == 0
+    capsys.readouterr()
+    assert main(["report", str(tmp / "d.skops")]) == 0
+    text = capsys.readouterr().out
+    assert "learnt" not in text and "data-independent" in text
+
+
+def test_progress_lines_for_every_phase(data, capsys):
+    tmp, train, _ = data
+    assert _train(train, tmp / "m.skops", quiet=False) == 0
+    err = capsys.readouterr().err
+    for phase in ("reading", "checking 400 rows", "calibrating the noise", "fitting",
+                  "saving to"):
+        assert f"] {phase}" in err, err
+    assert _train(train, tmp / "q.skops", quiet=True) == 0
+    assert "s] " not in capsys.readouterr().err
+
+
+def test_documented_schema_command_runs(tmp_path, capsys, monkeypatch):
+    """The --schema command of docs/cli.md, with the shipped docs/examples/adult_schema.json."""
+    from sklearn_fdp.datasets import load_adult
+
+    doc = (ROOT / "docs" / "cli.md").read_text()
+    start = doc.index("$ sklearn-fdp train adult_train.csv --target income --model dpsgd")
+    command = doc[start + 2:doc.index("\n\n", start)].split("\n")
+    lines, outputs = [], []
+    for line in command:
+        if lines and not lines[-1].endswith("\\"):
+            outputs.append(line)
+        else:
+            lines.append(line)
+    argv = " ".join(line.rstrip("\\").strip() for line in lines).split()[1:]
+    assert "docs/examples/adult_schema.json" in argv
+    bunch = load_adult()
+    bunch.frame.to_csv(tmp_path / "adult_train.csv", index=False)
+    (tmp_path / "docs" / "examples").mkdir(parents=True)
+    (tmp_path / "docs" / "examples" / "adult_schema.json").write_bytes(
+        (ROOT / "docs" / "examples" / "adult_schema.json").read_bytes())
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == outputs[:len(printed)] and len(printed) == len(outputs)
+
+
+def test_cli_model_is_the_plain_fit_of_its_pipeline(data):
+    """Calibrating through privacy_plan before the fit (the progress line) changes nothing."""
+    from sklearn.base import clone
+
+    tmp, train, _ = data
+    out = tmp / "m.skops"
+    assert _train(train, out, quiet=False) == 0
+    model = _load(str(out))
+    frame = pd.read_csv(train)
+    plain = clone(model).fit(frame.drop(columns=["y"]), frame["y"])
+    np.testing.assert_array_equal(model[-1].coef_, plain[-1].coef_)
+    np.testing.assert_array_equal(model[-1].intercept_, plain[-1].intercept_)
+    assert model[-1].noise_multiplier_ == plain[-1].noise_multiplier_
