@@ -13,6 +13,7 @@ from . import (
 )
 from ._plan import PrivacyPlan
 from ._report import PrivacyReport, privacy_report
+from ._show_versions import show_versions
 from .exceptions import BudgetExceededError, FdpWarning, PerformanceWarning, PrivacyLeakWarning
 from .linear import (
     AdaMixClassifier,
@@ -50,4 +51,5 @@ __all__ = [
     "plotting",
     "preprocessing",
     "privacy_report",
+    "show_versions",
 ]
