@@ -153,8 +153,8 @@ def _plot(rows, baseline_acc, public_acc, args):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:  # pragma: no cover - matplotlib is optional
-        print("matplotlib is not installed (pip install 'sklearn-fdp[plot]'): "
-              "no figure written.")
+        print("matplotlib is not installed (the [plot] extra: pip install '.[plot]' "
+              "from a clone): no figure written.")
         return
     fig, ax = plt.subplots(figsize=(6, 3.8))
     for name in dict.fromkeys(r["model"] for r in rows):
