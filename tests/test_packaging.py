@@ -39,12 +39,20 @@ def _extras():
 def test_the_test_extra_holds_every_optional_dependency():
     # `make test` (CI) installs [test] alone: the suite imports torch, skops,
     # dask and matplotlib, so each extra a user can ask for is in it, with the
-    # same version range.
+    # same version range; torch is pinned there to a version inside [torch]'s
+    # range (the one tests/regression's fingerprints were recorded with).
+    from packaging.requirements import Requirement
+
     extras = _extras()
     test = set(extras["test"])
-    for name in ("torch", "cli", "dask", "plot"):
+    for name in ("cli", "dask", "plot"):
         missing = set(extras[name]) - test
         assert not missing, f"[{name}] requirements missing from [test]: {sorted(missing)}"
+    (user_torch,) = map(Requirement, extras["torch"])
+    (test_torch,) = [Requirement(r) for r in test if Requirement(r).name == "torch"]
+    (pin,) = test_torch.specifier
+    assert pin.operator == "==" and user_torch.specifier.contains(pin.version), (
+        f"[test] pins {test_torch}, outside [torch]'s {user_torch}")
     assert any(req.startswith("pytest-xdist") for req in test)  # make test-fast -n auto
 
 
