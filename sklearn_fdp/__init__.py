@@ -2,6 +2,7 @@
 
 import importlib
 
+from ._show_versions import show_versions
 from .exceptions import BudgetExceededError, FdpWarning, PerformanceWarning, PrivacyLeakWarning
 
 # Everything else is loaded on first use (PEP 562), so that `import sklearn_fdp`
@@ -73,4 +74,5 @@ __all__ = [
     "plotting",
     "preprocessing",
     "privacy_report",
+    "show_versions",
 ]

@@ -38,13 +38,24 @@ dp-accounting pitfalls handled here (release 0.6.0):
   1e-15) decides the answer, RDP answers instead. No reported ε is 0.
 """
 
+from __future__ import annotations
+
 import contextlib
 import logging
 import math
+from collections.abc import Callable, Iterable
 from numbers import Integral, Real
+from typing import TYPE_CHECKING, Literal
 
 # dp-accounting (and the scipy.signal it loads) is imported inside the functions
 # that use it, so that `import sklearn_fdp` stays fast (issue 21).
+
+if TYPE_CHECKING:  # annotations only: numpy is not imported here at run time
+    import numpy as np
+    from numpy.typing import ArrayLike
+
+Accountant = Literal["rdp", "pld"]
+Neighboring = Literal["add_remove", "replace"]
 
 __all__ = [
     "ACCOUNTANTS",
@@ -119,7 +130,7 @@ def _check_delta(delta):
         )
 
 
-def dpsgd_event(noise_multiplier, sampling_rate, steps):
+def dpsgd_event(noise_multiplier: float, sampling_rate: float, steps: int) -> DpEvent:
     """DpEvent of ``steps`` Poisson-subsampled Gaussian steps (DP-SGD).
 
     Parameters
@@ -150,7 +161,7 @@ def dpsgd_event(noise_multiplier, sampling_rate, steps):
     return dp_accounting.SelfComposedDpEvent(step, int(steps))
 
 
-def gaussian_event(noise_multiplier):
+def gaussian_event(noise_multiplier: float) -> DpEvent:
     """DpEvent of one Gaussian release with the given noise multiplier.
 
     Parameters
@@ -170,7 +181,7 @@ def gaussian_event(noise_multiplier):
     return dp_accounting.GaussianDpEvent(float(noise_multiplier))
 
 
-def compose_events(*events):
+def compose_events(*events: DpEvent) -> DpEvent:
     """Compose several DpEvents into one, to be accounted together.
 
     Parameters
@@ -345,7 +356,10 @@ def _epsilon_cached(event, delta, accountant, neighboring):
     return _EPSILON_CACHE[key]
 
 
-def epsilon_and_accountant(event, delta, *, accountant="rdp", neighboring="add_remove"):
+def epsilon_and_accountant(
+    event: DpEvent, delta: float, *, accountant: Accountant = "rdp",
+    neighboring: Neighboring = "add_remove",
+) -> tuple[float, Accountant]:
     """ε at ``delta`` of a DpEvent, and the accountant that gave it.
 
     ``accountant`` is asked first. Its answer is a failure, and the other
@@ -396,7 +410,10 @@ def epsilon_and_accountant(event, delta, *, accountant="rdp", neighboring="add_r
     return _epsilon_cached(event, float(delta), accountant, neighboring)
 
 
-def epsilon_of_event(event, delta, *, accountant="rdp", neighboring="add_remove"):
+def epsilon_of_event(
+    event: DpEvent, delta: float, *, accountant: Accountant = "rdp",
+    neighboring: Neighboring = "add_remove",
+) -> float:
     """ε at ``delta`` of a DpEvent, by dp-accounting's RDP or PLD accountant.
 
     Where the requested accountant fails (an answer of 0, ``inf`` below what
@@ -425,14 +442,14 @@ def epsilon_of_event(event, delta, *, accountant="rdp", neighboring="add_remove"
 
 
 def compute_epsilon(
-    noise_multiplier,
-    sampling_rate,
-    steps,
-    delta,
+    noise_multiplier: float,
+    sampling_rate: float,
+    steps: int,
+    delta: float,
     *,
-    accountant="rdp",
-    neighboring="add_remove",
-):
+    accountant: Accountant = "rdp",
+    neighboring: Neighboring = "add_remove",
+) -> float:
     """ε of DP-SGD: ``steps`` Poisson-subsampled Gaussian steps.
 
     Parameters
@@ -462,16 +479,16 @@ def compute_epsilon(
 
 
 def calibrate_noise_multiplier(
-    epsilon,
-    delta,
-    sampling_rate,
-    steps,
+    epsilon: float,
+    delta: float,
+    sampling_rate: float,
+    steps: int,
     *,
-    accountant="rdp",
-    neighboring="add_remove",
-    other_events=(),
-    tol=1e-4,
-):
+    accountant: Accountant = "rdp",
+    neighboring: Neighboring = "add_remove",
+    other_events: Iterable[DpEvent] = (),
+    tol: float = 1e-4,
+) -> float:
     """Smallest noise multiplier whose DP-SGD run spends at most ``epsilon``.
 
     The DP-SGD event is composed with ``other_events`` (mechanisms run in the
@@ -625,7 +642,9 @@ def _calibrate(eps, epsilon, delta, sampling_rate, steps, accountant, neighborin
     return float(root)
 
 
-def gaussian_noise_multiplier(epsilon, delta, *, neighboring="add_remove"):
+def gaussian_noise_multiplier(
+    epsilon: float, delta: float, *, neighboring: Neighboring = "add_remove"
+) -> float:
     """Noise multiplier of the analytic Gaussian mechanism (Balle & Wang 2018).
 
     The smallest σ such that releasing ``f(D) + N(0, (σ Δ)²)`` is
@@ -667,7 +686,9 @@ def gaussian_noise_multiplier(epsilon, delta, *, neighboring="add_remove"):
     return sigma
 
 
-def gaussian_epsilon(noise_multiplier, delta, *, neighboring="add_remove"):
+def gaussian_epsilon(
+    noise_multiplier: float, delta: float, *, neighboring: Neighboring = "add_remove"
+) -> float:
     """ε at ``delta`` of one analytic Gaussian release (Balle & Wang 2018).
 
     Parameters
@@ -703,7 +724,7 @@ def gaussian_epsilon(noise_multiplier, delta, *, neighboring="add_remove"):
     return eps
 
 
-def gdp_epsilon(mu, delta):
+def gdp_epsilon(mu: ArrayLike, delta: float) -> np.ndarray:
     """ε at ``delta`` of μ-Gaussian DP, for an array of μ (Dong, Roth & Su 2022).
 
     μ-GDP is (ε, δ(ε))-DP for every ε >= 0 with
@@ -778,7 +799,7 @@ def gdp_epsilon(mu, delta):
 TRIAL_DISTRIBUTIONS = ("truncated_negative_binomial", "poisson")
 
 
-def repeat_and_select_event(event, mean, shape):
+def repeat_and_select_event(event: DpEvent, mean: float, shape: float) -> DpEvent:
     """DpEvent of running ``event`` a random number of times and keeping the best.
 
     Papernot & Steinke (2022), "Hyperparameter tuning with Renyi differential
@@ -810,7 +831,7 @@ def repeat_and_select_event(event, mean, shape):
     return dp_accounting.dp_event.RepeatAndSelectDpEvent(event, float(mean), float(shape))
 
 
-def truncated_negative_binomial_gamma(shape, mean):
+def truncated_negative_binomial_gamma(shape: float, mean: float) -> float:
     """Stopping probability γ of the truncated negative binomial with this mean.
 
     The value dp-accounting's RDP accountant uses for
@@ -836,8 +857,10 @@ def truncated_negative_binomial_gamma(shape, mean):
         float(shape), float(mean)))
 
 
-def calibrate_repeat_and_select(make_trial_event, epsilon, delta, mean, shape, *,
-                                lower=0.05, upper=1e4, tol=1e-4):
+def calibrate_repeat_and_select(
+    make_trial_event: Callable[[float], DpEvent], epsilon: float, delta: float, mean: float,
+    shape: float, *, lower: float = 0.05, upper: float = 1e4, tol: float = 1e-4,
+) -> float:
     """Smallest noise multiplier whose repeat-and-select run spends ``<= epsilon``.
 
     ``make_trial_event(sigma)`` builds one trial's DpEvent; the search's total

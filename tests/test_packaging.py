@@ -30,3 +30,49 @@ def test_ci_tests_exactly_the_declared_minimum_versions():
     # Every runtime dependency has a lower bound, and CI's second job pins
     # each one to exactly that bound.
     assert _lower_bounds() == _pins()
+
+
+def _extras():
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+
+
+def test_the_test_extra_holds_every_optional_dependency():
+    # `make test` (CI) installs [test] alone: the suite imports torch, skops,
+    # dask and matplotlib, so each extra a user can ask for is in it, with the
+    # same version range; torch is pinned there to a version inside [torch]'s
+    # range (the one tests/regression's fingerprints were recorded with).
+    from packaging.requirements import Requirement
+
+    extras = _extras()
+    test = set(extras["test"])
+    for name in ("cli", "dask", "plot"):
+        missing = set(extras[name]) - test
+        assert not missing, f"[{name}] requirements missing from [test]: {sorted(missing)}"
+    (user_torch,) = map(Requirement, extras["torch"])
+    (test_torch,) = [Requirement(r) for r in test if Requirement(r).name == "torch"]
+    (pin,) = test_torch.specifier
+    assert pin.operator == "==" and user_torch.specifier.contains(pin.version), (
+        f"[test] pins {test_torch}, outside [torch]'s {user_torch}")
+    assert any(req.startswith("pytest-xdist") for req in test)  # make test-fast -n auto
+
+
+def test_torch_is_a_range_not_a_pin():
+    # An exact pin clashes with any torch a user already has (issue 21).
+    (torch,) = _extras()["torch"]
+    assert re.fullmatch(r"torch>=[0-9.]+,<[0-9.]+", torch.replace(" ", "")), torch
+
+
+def test_the_demo_installs_no_test_dependencies():
+    # `make demo` installs the runtime dependencies and matplotlib for its
+    # figure, not torch/dask/hypothesis.
+    makefile = (ROOT / "Makefile").read_text()
+    installs = re.findall(r'pip install --quiet -e "\.\[(\w+)\]"', makefile)
+    assert installs == ["plot", "test"]
+    assert set(_extras()["plot"]) == {"matplotlib>=3.7"}
+
+
+def test_the_package_ships_py_typed_and_the_bundled_data():
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "py.typed" in data["package-data"]["sklearn_fdp"]
+    assert (ROOT / "sklearn_fdp" / "py.typed").is_file()
+    assert "data/*.gz" in data["package-data"]["sklearn_fdp.datasets"]

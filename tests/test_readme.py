@@ -14,3 +14,33 @@ def test_readme_python_blocks_run(capsys):
         exec(compile(block, str(README), "exec"), namespace)  # noqa: S102 - our own README
     out = capsys.readouterr().out
     assert "total epsilon" in out  # the privacy report was printed
+
+
+def _section(title):
+    text = README.read_text(encoding="utf-8")
+    return re.search(rf"^## {title}\n(.*?)(?=^## |\Z)", text, re.S | re.M).group(1)
+
+
+def test_quickstart_is_two_make_targets_that_exist():
+    (block,) = re.findall(r"```bash\n(.*?)```", _section("Quickstart"), re.S)
+    commands = [line.split("#")[0].strip() for line in block.splitlines()]
+    assert commands == ["make demo", "make test"]
+    makefile = (README.parent / "Makefile").read_text()
+    for target in ("demo", "test", "test-fast"):
+        assert re.search(rf"^{target}:", makefile, re.M), target
+
+
+def test_install_names_only_extras_that_exist_and_no_index_package():
+    import tomllib
+
+    extras = tomllib.loads((README.parent / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    install = _section("Install")
+    named = set(re.findall(r'pip install (?:-e )?"\.\[([\w,]+)\]"', install))
+    assert named, "the Install section shows no `pip install \".[extra]\"`"
+    for group in named:
+        for extra in group.split(","):
+            assert extra in extras, extra
+    # sklearn-fdp is not on an index: the README installs from the clone or a wheel.
+    assert "sklearn-fdp[" not in README.read_text(encoding="utf-8")
+    assert "download.pytorch.org/whl/cpu" in install
