@@ -947,7 +947,8 @@ def main(argv=None):
         import skops  # noqa: F401
     except ImportError as exc:
         print(f"sklearn-fdp: error: {exc.name} is not installed. Install the command line's "
-              "extra: pip install 'sklearn-fdp[cli]'", file=sys.stderr)
+              "extra: pip install skops tqdm (or, from the sklearn_fdp source tree, "
+              "pip install '.[cli]')", file=sys.stderr)
         return 2
     command = {"train": _train, "evaluate": _evaluate, "report": _report}[args.command]
     try:

@@ -15,7 +15,8 @@ __all__ = ["plot_privacy_utility"]
 
 _MATPLOTLIB_HINT = (
     "sklearn_fdp.plotting needs matplotlib, which is not installed. Install the optional "
-    "extra: pip install sklearn-fdp[plot]"
+    "extra: pip install matplotlib (or, from the sklearn_fdp source tree, "
+    "pip install '.[plot]')"
 )
 
 _ERRORS = ("sem", "std", None)
@@ -98,7 +99,8 @@ def plot_privacy_utility(
     is infinite (e.g. a non-private model at ε = ∞) and the entries of
     ``baselines`` are drawn as horizontal lines.
 
-    Needs the optional extra ``pip install sklearn-fdp[plot]`` (matplotlib).
+    Needs the optional extra ``[plot]`` (matplotlib; ``pip install '.[plot]'`` from the
+    source tree).
 
     Parameters
     ----------

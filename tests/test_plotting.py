@@ -175,7 +175,7 @@ def test_importable_without_matplotlib():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
-    assert "ERR" in out and "pip install sklearn-fdp[plot]" in out
+    assert "ERR" in out and "pip install '.[plot]'" in out
 
 
 def test_numpydoc():

@@ -1,4 +1,4 @@
-"""Neural-network estimators (PyTorch, optional extra ``sklearn-fdp[torch]``).
+"""Neural-network estimators (PyTorch, optional extra ``[torch]``).
 
 Importing this package does not import torch; constructing an estimator
 does, and raises an :class:`ImportError` saying how to install it when torch

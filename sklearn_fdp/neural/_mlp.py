@@ -50,7 +50,8 @@ __all__ = ["MLPFeatureDP"]
 
 _TORCH_HINT = (
     "MLPFeatureDP needs PyTorch, which is not installed. Install the optional extra: "
-    "pip install sklearn-fdp[torch]"
+    "pip install 'torch>=2.4,<3' (or, from the sklearn_fdp source tree, "
+    "pip install '.[torch]'; README, 'Install', for the CPU-only wheel)"
 )
 
 ACTIVATIONS = ("relu", "tanh", "logistic", "identity")
@@ -165,7 +166,8 @@ class MLPFeatureDP(ClassifierMixin, BaseEstimator):
     dp-accounting for the Poisson-subsampled Gaussian, exactly as for
     :class:`~sklearn_fdp.FeatureDPLogisticRegression`.
 
-    Needs the optional extra: ``pip install sklearn-fdp[torch]``.
+    Needs the optional extra ``[torch]`` (``pip install '.[torch]'`` from the source
+    tree).
 
     Parameters
     ----------

@@ -391,7 +391,7 @@ def test_import_without_torch_and_install_hint():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
-    assert "ERR" in out and "pip install sklearn-fdp[torch]" in out
+    assert "ERR" in out and "pip install '.[torch]'" in out
 
 
 # -- GPU ----------------------------------------------------------------------------------------
