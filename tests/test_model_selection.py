@@ -549,3 +549,41 @@ def test_one_sample_error_names_n_samples(data):
     X, y = data
     with pytest.raises(ValueError, match="n_samples=1"):
         PrivateRandomizedSearchCV(DPSGDClassifier(), SPACE).fit(X[:1], y[:1])
+
+
+@pytest.mark.parametrize("final", ["fdp_names", "dpsgdf_analysed"])
+def test_calibrated_search_over_a_pipeline_with_text_columns(final):
+    """A Pipeline whose ColumnTransformer encodes a text column and expands it:
+    the search must not refuse the text column (its preprocessing encodes it), and
+    must plan the final step on what that step is fitted on (names for FDP-LR's
+    column-name spec, the expanded width for DPSGD-F's analysed rounds)."""
+    import pandas as pd
+    from sklearn.compose import ColumnTransformer
+    from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
+
+    from sklearn_fdp import DPSGDFClassifier, FeatureDPLogisticRegression
+    from sklearn_fdp.pipeline import make_private_pipeline
+
+    rng = np.random.default_rng(0)
+    n = 600
+    df = pd.DataFrame({"age": rng.uniform(0, 1, n), "hours": rng.uniform(0, 1, n),
+                       "sex": rng.choice(["F", "M"], n)})
+    y = (df["age"] + 0.3 * (df["sex"] == "M") > 0.7).astype(int).to_numpy()
+    encode = ColumnTransformer([
+        ("num", FunctionTransformer(feature_names_out="one-to-one"), ["age", "hours"]),
+        ("cat", OneHotEncoder(categories=[["F", "M"]]), ["sex"])])
+    if final == "fdp_names":
+        est = FeatureDPLogisticRegression(private_features=["sex"], label_public=True,
+                                          epochs=1)
+    else:
+        est = DPSGDFClassifier(variant="analysed", epochs=1)
+    name = type(est).__name__.lower()
+    search = PrivateRandomizedSearchCV(
+        make_private_pipeline(encode, est), {f"{name}__learning_rate": [0.1, 0.3]},
+        epsilon=2.0, delta=1e-5, n_iter=3, random_state=0).fit(df, y)
+    assert 0 < search.epsilon_ <= 2.0
+    assert repr(search.trial_dp_event_) == repr(accounting.compose_events(
+        search.best_estimator_[-1].dp_event_,
+        accounting.gaussian_event(search.score_noise_multiplier)))
+    if final == "fdp_names":
+        assert search.privacy_plan_.protected_features == ("cat__sex_F", "cat__sex_M")
