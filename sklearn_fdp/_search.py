@@ -40,6 +40,34 @@ def _final(est):
     return _final(steps[-1][1]) if steps else est
 
 
+def _final_step_input(est, X_train, y_train):
+    """``(n_features, feature_names)`` of what the final step of ``est`` is fitted on.
+
+    ``X``'s own for a bare estimator. For a Pipeline, the output of its
+    preprocessing fitted on the training split, as every trial fits it (no
+    new release: only the public plan reads it; a preprocessing step that
+    learns from the data makes the search refuse after the trials anyway).
+    Names are None when the preprocessing cannot give them.
+    """
+    steps = getattr(est, "steps", None)
+    if not steps:
+        columns = getattr(X_train, "columns", None)
+        names = None if columns is None else np.asarray(columns, dtype=object)
+        return (X_train.shape[1] if hasattr(X_train, "shape") else 0), names
+    head = clone(est[:-1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        Xt = head.fit_transform(X_train, y_train)
+        try:
+            names = (Xt.columns if hasattr(Xt, "columns") else head.get_feature_names_out())
+            names = np.asarray(names, dtype=object)
+        except Exception:  # noqa: BLE001 - a step without feature names
+            names = None
+    if getattr(steps[-1][1], "steps", None):  # a nested Pipeline last: recurse into it
+        return _final_step_input(steps[-1][1], Xt, y_train)
+    return Xt.shape[1], names
+
+
 def _final_prefix(est):
     """``set_params`` prefix of the final step of a (nested) Pipeline."""
     prefix = ""
@@ -444,8 +472,10 @@ default="truncated_negative_binomial"
             raise ValueError(f"{name}: give `delta`; {type(final).__name__} has none.")
         X, y = indexable(X, y)  # sparse to CSR, and the same length (as sklearn's search CVs)
         # Before any trial: a text column seen by the validation split only
-        # would fail a trial's predict with numpy's message.
-        check_numeric_columns(self, X)
+        # would fail a trial's predict with numpy's message. A Pipeline's
+        # preprocessing may encode text columns: its steps check their input.
+        if _final(self.estimator) is self.estimator:
+            check_numeric_columns(self, X)
         n_samples = _num_samples(y)
         n_val = int(round(self.validation_fraction * n_samples))
         n_train = n_samples - n_val
@@ -474,12 +504,9 @@ default="truncated_negative_binomial"
         prefix = _final_prefix(self.estimator)
         sigma = None
         planned = None
+        X_train, y_train = _safe_indexing(X, train_idx), _safe_indexing(y, train_idx)
         if self.epsilon is not None:
-            n_features = getattr(X, "shape", (0, 0))[1] if hasattr(X, "shape") else 0
-            # A Pipeline's last step sees other columns than X's: no names then.
-            columns = getattr(X, "columns", None) if _final(self.estimator) is self.estimator \
-                else None
-            feature_names = None if columns is None else np.asarray(columns, dtype=object)
+            n_features, feature_names = _final_step_input(self.estimator, X_train, y_train)
 
             def trial_event(s):
                 return accounting.compose_events(
@@ -492,7 +519,6 @@ default="truncated_negative_binomial"
                 trial_event, self.epsilon, delta, mean, shape)
             planned = trial_event(sigma)
 
-        X_train, y_train = _safe_indexing(X, train_idx), _safe_indexing(y, train_idx)
         train_params = _check_method_params(X, params=fit_params, indices=train_idx)
         X_val, y_val = _safe_indexing(X, val_idx), np.asarray(_safe_indexing(y, val_idx))
         noise_rng = SecureGenerator() if secure else np.random.default_rng(noise_seed)
