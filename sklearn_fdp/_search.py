@@ -117,10 +117,16 @@ class PrivateRandomizedSearchCV(MetaEstimatorMixin, BaseEstimator):
         fitted trial has the same DpEvent and protected unit).
     epsilon : float or None, default=None
         Total budget of the search, in (0, inf). The per-trial noise
-        multiplier is calibrated so that the search spends at most this
-        (linear private classifiers of ``sklearn_fdp.linear``; their
-        ``epsilon`` is then ignored). None: each trial uses the estimator's
-        own budget, and ``epsilon_`` reports what the search spent.
+        multiplier is calibrated so that the search spends at most this,
+        from the final estimator's ``privacy_plan`` with
+        ``noise_multiplier=σ`` (its own ``epsilon`` is then ignored; an
+        estimator that cannot be planned that way, e.g. AdaMix, says so).
+        In a Pipeline the plan is made on the preprocessing's output (its
+        width and column names, the preprocessing fitted on the training
+        split as every trial fits it; a preprocessing step that learns from
+        the data makes the search refuse). None: each trial uses the
+        estimator's own budget, and ``epsilon_`` reports what the search
+        spent.
     delta : float or None, default=None
         δ of the search's guarantee, in (0, 1). None: the estimator's
         ``delta``.
