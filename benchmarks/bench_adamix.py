@@ -69,6 +69,7 @@ from sklearn.preprocessing import Normalizer
 from _common import library_fingerprint  # benchmarks/ is on sys.path when run as a script
 import sklearn_fdp
 from sklearn_fdp import AdaMixClassifier, DPSGDClassifier
+from sklearn_fdp._mechanisms.adamix import _AUTO_LR_FACTOR, _smoothness
 from sklearn_fdp.datasets import load_adult, load_mnist8k, make_adult_preprocessor
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -138,6 +139,12 @@ def public_only_score(clf, X, y):
 # -- one data set --------------------------------------------------------------
 
 
+def auto_learning_rate(est, X_pub, n_outputs):
+    """What ``learning_rate="auto"`` gives ``est`` on these public rows (``4 / β``)."""
+    return _AUTO_LR_FACTOR / _smoothness(np.asarray(X_pub, dtype=np.float64), n_outputs,
+                                         est.get_params())
+
+
 def select_learning_rates(X, y, rule, epsilons):
     """Per (line, ε): the multiplier of the auto rate with the best validation accuracy."""
     Xa, Xv, ya, yv = train_test_split(X, y, test_size=0.2, random_state=0, stratify=y)
@@ -146,8 +153,8 @@ def select_learning_rates(X, y, rule, epsilons):
     for eps in epsilons:
         for line, params in ABLATION.items():
             base = AdaMixClassifier(epsilon=eps, delta=DELTA, random_state=0, **params)
-            auto = base._auto_learning_rate(Xa[mask], 1 if len(np.unique(y)) == 2
-                                            else len(np.unique(y)))
+            auto = auto_learning_rate(base, Xa[mask], 1 if len(np.unique(y)) == 2
+                                      else len(np.unique(y)))
             accs = []
             for mult in LR_MULTIPLIERS:
                 clf = AdaMixClassifier(epsilon=eps, delta=DELTA, random_state=0,
@@ -178,7 +185,7 @@ def run_dataset(name, epsilons, seeds):
             key = str(eps)
             for line, params in ABLATION.items():
                 base = AdaMixClassifier(**params)
-                lr = base._auto_learning_rate(X[mask], n_outputs) * lr_choice[(line, eps)]
+                lr = auto_learning_rate(base, X[mask], n_outputs) * lr_choice[(line, eps)]
                 # The pDP report recomputes the per-record figures along the stored
                 # trajectory (storing it changes nothing else in the fit).
                 pdp_fit = (eps == PDP_EPSILON and seed == seeds[0]
