@@ -14,6 +14,13 @@ def test_readme_python_blocks_run(capsys):
         exec(compile(block, str(README), "exec"), namespace)  # noqa: S102 - our own README
     out = capsys.readouterr().out
     assert "total epsilon" in out  # the privacy report was printed
+    # The accuracy the README quotes for its feature-DP snippet is that snippet's own.
+    quoted = re.search(r"\((\d\.\d+) test accuracy at ε = 0\.1\)",
+                       README.read_text(encoding="utf-8"))
+    assert quoted, "the README no longer quotes the feature-DP snippet's accuracy"
+    digits = len(quoted.group(1).split(".")[1])
+    score = namespace["model"].score(namespace["X_test"], namespace["y_test"])
+    assert f"{score:.{digits}f}" == quoted.group(1)
 
 
 def _section(title):
