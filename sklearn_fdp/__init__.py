@@ -12,6 +12,7 @@ _LAZY = {
     "PrivacyPlan": "._plan",
     "PrivacyReport": "._report",
     "privacy_report": "._report",
+    "progress_hook": "._progress",
     "AdaMixClassifier": ".linear",
     "DPSGDClassifier": ".linear",
     "DPSGDFClassifier": ".linear",
@@ -74,5 +75,6 @@ __all__ = [
     "plotting",
     "preprocessing",
     "privacy_report",
+    "progress_hook",
     "show_versions",
 ]

@@ -36,6 +36,11 @@ _HOOK = contextvars.ContextVar("sklearn_fdp_progress_hook", default=None)
 def progress_hook(fn):
     """Install ``fn(done, total)`` as the progress hook inside a ``with`` block.
 
+    The hook is local to the thread (and asyncio task) that installs it:
+    fits in worker threads or processes (``n_jobs`` of a search) do not
+    report. It sees only step counts, never data or iterates, and consumes
+    no randomness, so a fit is bit-identical with and without it.
+
     Parameters
     ----------
     fn : callable ``(done, total) -> None`` or None
@@ -44,6 +49,23 @@ def progress_hook(fn):
         several runs (e.g. public pretraining, then the private run): each
         starts again from ``done`` near 0 with its own ``total``. None
         disables reporting inside the block.
+
+    Yields
+    ------
+    fn : callable or None
+        The hook installed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_fdp import DPSGDClassifier, progress_hook
+    >>> X = np.random.default_rng(0).normal(size=(200, 3))
+    >>> y = (X[:, 0] > 0).astype(int)
+    >>> seen = []
+    >>> with progress_hook(lambda done, total: seen.append((done, total))):
+    ...     _ = DPSGDClassifier(epsilon=1.0, epochs=2, random_state=0).fit(X, y)
+    >>> seen[-1][0] == seen[-1][1]
+    True
     """
     token = _HOOK.set(fn)
     try:
