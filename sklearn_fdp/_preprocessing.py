@@ -4,6 +4,10 @@ The row scaling and the Gaussian mean themselves live in
 :mod:`sklearn_fdp._mechanisms.gaussian_mean` (shared with DPSGD-F).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from numbers import Real
 
 import numpy as np
@@ -26,6 +30,12 @@ from ._validation import (
     check_row_norms_finite,
     validate_numeric_data,
 )
+
+if TYPE_CHECKING:  # annotations only
+    from typing import Literal, Self
+
+    from ._plan import PrivacyPlan
+    from ._typing import ArrayLike, MatrixLike, RandomStateLike
 
 __all__ = ["PrivateMeanCenterer"]
 
@@ -164,8 +174,16 @@ class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
         "noise": [StrOptions(set(NOISE_OPTIONS))],
     }
 
-    def __init__(self, *, epsilon=1.0, delta=1e-6, norm_bound=1.0, row_scaling="normalize",
-                 random_state=None, noise="default"):
+    def __init__(
+        self,
+        *,
+        epsilon: float = 1.0,
+        delta: float = 1e-6,
+        norm_bound: float = 1.0,
+        row_scaling: Literal["clip", "none", "normalize"] = "normalize",
+        random_state: RandomStateLike = None,
+        noise: Literal["default", "secure"] = "default",
+    ) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.norm_bound = norm_bound
@@ -175,7 +193,7 @@ class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
 
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
-    def fit(self, X, y=None):
+    def fit(self, X: MatrixLike, y: None = None) -> Self:
         """Release the private mean of the scaled rows of ``X``.
 
         Parameters
@@ -216,7 +234,8 @@ class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
         self.privacy_plan_ = plan
         return self
 
-    def privacy_plan(self, n_samples, n_features, *, feature_names=None):
+    def privacy_plan(self, n_samples: int, n_features: int, *,
+                     feature_names: ArrayLike | None = None) -> PrivacyPlan:
         """What a fit on ``n_samples`` × ``n_features`` data spends and protects.
 
         Computed from public quantities only (the parameters): one analytic
@@ -245,7 +264,7 @@ class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
                            accounting.gaussian_epsilon(sigma, self.delta), float(self.delta),
                            "analytic", noise_multiplier=float(sigma))
 
-    def transform(self, X):
+    def transform(self, X: MatrixLike) -> np.ndarray:
         """Scale the rows as in ``fit``, then subtract ``mean_``.
 
         Parameters
@@ -305,7 +324,7 @@ class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
             return np.array(X, copy=True, order="C")
         return scale_rows(X, float(self.norm_bound), self.row_scaling)
 
-    def inverse_transform(self, X):
+    def inverse_transform(self, X: MatrixLike) -> np.ndarray:
         """Add ``mean_`` back. The row scaling of ``transform`` is not undone.
 
         Parameters

@@ -20,9 +20,12 @@ thread (and asyncio task) that installed it; fits running in worker threads
 or processes do not report.
 """
 
+from __future__ import annotations
+
 import contextlib
 import contextvars
 import math
+from collections.abc import Callable
 
 __all__ = ["MAX_REPORTS", "progress_hook", "progress_reporter"]
 
@@ -33,7 +36,9 @@ _HOOK = contextvars.ContextVar("sklearn_fdp_progress_hook", default=None)
 
 
 @contextlib.contextmanager
-def progress_hook(fn):
+def progress_hook(
+    fn: Callable[[int, int], None] | None,
+) -> contextlib.AbstractContextManager:
     """Install ``fn(done, total)`` as the progress hook inside a ``with`` block.
 
     The hook is local to the thread (and asyncio task) that installs it:

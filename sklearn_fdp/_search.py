@@ -1,5 +1,9 @@
 """PrivateRandomizedSearchCV: hyper-parameter search with Rényi DP (Papernot & Steinke 2022)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import copy
 import dataclasses
 import math
@@ -31,6 +35,11 @@ from ._validation import (
     process_routing,
 )
 from .exceptions import PrivacyLeakWarning
+
+if TYPE_CHECKING:  # annotations only
+    from typing import Any, Literal, Self
+
+    from ._typing import ArrayLike, MatrixLike, RandomStateLike
 
 __all__ = ["PrivateRandomizedSearchCV"]
 
@@ -290,20 +299,21 @@ default="truncated_negative_binomial"
 
     def __init__(
         self,
-        estimator,
-        param_distributions,
+        estimator: BaseEstimator,
+        param_distributions: dict | list[dict],
         *,
-        epsilon=None,
-        delta=None,
-        n_iter=10,
-        trials_distribution="truncated_negative_binomial",
-        shape=1.0,
-        validation_fraction=0.2,
-        score_noise_multiplier=10.0,
-        random_state=None,
-        noise="default",
-        verbose=0,
-    ):
+        epsilon: float | None = None,
+        delta: float | None = None,
+        n_iter: float = 10,
+        trials_distribution: Literal[
+            "poisson", "truncated_negative_binomial"] = "truncated_negative_binomial",
+        shape: float = 1.0,
+        validation_fraction: float = 0.2,
+        score_noise_multiplier: float = 10.0,
+        random_state: RandomStateLike = None,
+        noise: Literal["default", "secure"] = "default",
+        verbose: int = 0,
+    ) -> None:
         self.estimator = estimator
         self.param_distributions = param_distributions
         self.epsilon = epsilon
@@ -447,7 +457,7 @@ default="truncated_negative_binomial"
     # -- fitting -------------------------------------------------------------
 
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y, **fit_params):
+    def fit(self, X: MatrixLike, y: ArrayLike, **fit_params: Any) -> Self:
         """Run the private search.
 
         Parameters
@@ -671,7 +681,7 @@ default="truncated_negative_binomial"
         return protected_unit(_final(self.best_estimator_))[1]
 
     @available_if(_best_has("predict"))
-    def predict(self, X):
+    def predict(self, X: MatrixLike) -> np.ndarray:
         """Predict with ``best_estimator_``.
 
         Parameters
@@ -686,7 +696,7 @@ default="truncated_negative_binomial"
         return self.best_estimator_.predict(X)
 
     @available_if(_best_has("predict_proba"))
-    def predict_proba(self, X):
+    def predict_proba(self, X: MatrixLike) -> np.ndarray:
         """Class probabilities of ``best_estimator_``.
 
         Parameters
@@ -701,7 +711,7 @@ default="truncated_negative_binomial"
         return self.best_estimator_.predict_proba(X)
 
     @available_if(_best_has("decision_function"))
-    def decision_function(self, X):
+    def decision_function(self, X: MatrixLike) -> np.ndarray:
         """Decision function of ``best_estimator_``.
 
         Parameters
@@ -715,7 +725,7 @@ default="truncated_negative_binomial"
         check_is_fitted(self)
         return self.best_estimator_.decision_function(X)
 
-    def score(self, X, y):
+    def score(self, X: MatrixLike, y: ArrayLike) -> float:
         """Accuracy of ``best_estimator_`` on ``(X, y)`` (not private: use public test data).
 
         Parameters

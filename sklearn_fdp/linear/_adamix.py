@@ -6,6 +6,10 @@ private phase, the per-instance figures) lives in
 :mod:`sklearn_fdp._mechanisms.adamix`.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import math
 import sys
 from numbers import Integral, Real
@@ -31,6 +35,11 @@ from .._validation import (
     validate_numeric_data,
 )
 from ._base import BaseDPLinearClassifier, n_outputs_of
+
+if TYPE_CHECKING:  # annotations only
+    from typing import Literal, Self
+
+    from .._typing import ArrayLike, MatrixLike, RandomStateLike
 
 
 def _validated(est, X, y, *, reset):
@@ -282,27 +291,27 @@ class AdaMixClassifier(BaseDPLinearClassifier):
     def __init__(
         self,
         *,
-        epsilon=1.0,
-        delta=1e-5,
-        noise_multiplier=20.0,
-        subspace_dim="auto",
-        clip_percentile=90.0,
-        l2_regularization=1e-4,
-        public_epochs=200,
-        learning_rate="auto",
-        projection=True,
-        subspace="feature",
-        adaptive_clipping=True,
-        max_grad_norm=1.0,
-        average=True,
-        variant="practical",
-        fit_intercept=True,
-        random_state=None,
-        noise="default",
-        store_iterates=False,
-        verbose=0,
-        classes=None,
-    ):
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        noise_multiplier: float = 20.0,
+        subspace_dim: int | Literal["auto"] = "auto",
+        clip_percentile: float = 90.0,
+        l2_regularization: float = 1e-4,
+        public_epochs: int = 200,
+        learning_rate: float | Literal["auto"] = "auto",
+        projection: bool = True,
+        subspace: Literal["feature", "gradient"] = "feature",
+        adaptive_clipping: bool = True,
+        max_grad_norm: float = 1.0,
+        average: bool = True,
+        variant: Literal["practical", "theory"] = "practical",
+        fit_intercept: bool = True,
+        random_state: RandomStateLike = None,
+        noise: Literal["default", "secure"] = "default",
+        store_iterates: bool = False,
+        verbose: int = 0,
+        classes: ArrayLike | None = None,
+    ) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.noise_multiplier = noise_multiplier
@@ -328,7 +337,7 @@ class AdaMixClassifier(BaseDPLinearClassifier):
 
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
-    def fit(self, X, y, public_mask=None):
+    def fit(self, X: MatrixLike, y: ArrayLike, public_mask: ArrayLike | None = None) -> Self:
         """Pretrain on the public records, then run noisy GD on all of them.
 
         Parameters
@@ -408,7 +417,8 @@ class AdaMixClassifier(BaseDPLinearClassifier):
         if self.store_iterates:
             self.iterates_ = release.iterates
 
-    def privacy_plan(self, n_samples, n_features, *, n_public=0, feature_names=None):
+    def privacy_plan(self, n_samples: int, n_features: int, *, n_public: int = 0,
+                     feature_names: ArrayLike | None = None) -> PrivacyPlan:
         """What a fit on ``n_samples`` × ``n_features`` data spends and protects.
 
         Computed from public quantities only (the shape, the number of public

@@ -7,8 +7,11 @@ engine in :mod:`sklearn_fdp._engine`, built with :func:`engine_config` and
 :func:`resolve_learning_rate`), store (:meth:`BaseDPLinearClassifier._store_linear`).
 """
 
+from __future__ import annotations
+
 import math
 import sys
+from typing import TYPE_CHECKING
 from numbers import Integral, Real
 
 import numpy as np
@@ -30,6 +33,9 @@ from .._validation import (
     encode_labels,
     validate_numeric_data,
 )
+
+if TYPE_CHECKING:  # annotations only
+    from .._typing import MatrixLike
 
 # Streams spawned from random_state, in this order, for every linear fit.
 _SAMPLE, _NOISE, _PUBLIC, _INIT = range(4)
@@ -203,7 +209,7 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimat
         return getattr(self, "loss", "log_loss") == "log_loss"
 
     @available_if(_has_proba)
-    def predict_proba(self, X):
+    def predict_proba(self, X: MatrixLike) -> np.ndarray:
         """Class probabilities (``loss="log_loss"`` only).
 
         Parameters
@@ -226,7 +232,7 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimat
         return softmax(scores, axis=1)
 
     @available_if(_has_proba)
-    def predict_log_proba(self, X):
+    def predict_log_proba(self, X: MatrixLike) -> np.ndarray:
         """Logarithm of :meth:`predict_proba` (``loss="log_loss"`` only)."""
         check_is_fitted(self)
         scores = self.decision_function(X)

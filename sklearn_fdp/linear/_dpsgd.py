@@ -1,5 +1,9 @@
 """DPSGDClassifier: plain DP-SGD for linear classifiers."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .._budget import calibrate_dpsgd, check_budget_params, dpsgd_schedule
@@ -18,6 +22,12 @@ from ._base import (
     resolve_learning_rate,
     validate_linear_data,
 )
+
+if TYPE_CHECKING:  # annotations only
+    from typing import Literal, Self
+
+    from .._plan import PrivacyPlan
+    from .._typing import ArrayLike, MatrixLike, RandomStateLike
 
 
 @fill_doc
@@ -115,26 +125,26 @@ class DPSGDClassifier(BaseDPLinearClassifier):
     def __init__(
         self,
         *,
-        loss="log_loss",
-        epsilon=1.0,
-        delta=1e-5,
-        max_grad_norm=1.0,
-        noise_multiplier=None,
-        batch_size="auto",
-        epochs=10.0,
-        learning_rate="auto",
-        lr_schedule="cosine",
-        momentum=0.9,
-        average=True,
-        l2_regularization=0.0,
-        fit_intercept=True,
-        accountant="auto",
-        neighboring="add_remove",
-        random_state=None,
-        noise="default",
-        verbose=0,
-        classes=None,
-    ):
+        loss: Literal["hinge", "log_loss"] = "log_loss",
+        epsilon: float | None = 1.0,
+        delta: float = 1e-5,
+        max_grad_norm: float = 1.0,
+        noise_multiplier: float | None = None,
+        batch_size: int | Literal["auto"] = "auto",
+        epochs: float = 10.0,
+        learning_rate: float | Literal["auto"] = "auto",
+        lr_schedule: Literal["constant", "cosine", "linear"] = "cosine",
+        momentum: float = 0.9,
+        average: bool = True,
+        l2_regularization: float = 0.0,
+        fit_intercept: bool = True,
+        accountant: Literal["auto", "pld", "rdp"] = "auto",
+        neighboring: Literal["add_remove", "replace"] = "add_remove",
+        random_state: RandomStateLike = None,
+        noise: Literal["default", "secure"] = "default",
+        verbose: int = 0,
+        classes: ArrayLike | None = None,
+    ) -> None:
         self.loss = loss
         self.epsilon = epsilon
         self.delta = delta
@@ -157,7 +167,7 @@ class DPSGDClassifier(BaseDPLinearClassifier):
 
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
-    def fit(self, X, y):
+    def fit(self, X: MatrixLike, y: ArrayLike) -> Self:
         """Fit the model with DP-SGD.
 
         Parameters
@@ -195,7 +205,8 @@ class DPSGDClassifier(BaseDPLinearClassifier):
                            plan, learning_rate)
         return self
 
-    def privacy_plan(self, n_samples, n_features, *, feature_names=None):
+    def privacy_plan(self, n_samples: int, n_features: int, *,
+                     feature_names: ArrayLike | None = None) -> PrivacyPlan:
         """What a fit on ``n_samples`` × ``n_features`` data spends and protects.
 
         Computed from public quantities only (the shape and the parameters);

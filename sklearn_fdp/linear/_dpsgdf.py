@@ -5,6 +5,10 @@ in :mod:`sklearn_fdp._mechanisms.dpsgdf`; this module plans the fit,
 runs it and maps the trained weights back to the input features.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from numbers import Real
 from typing import Callable, NamedTuple
 
@@ -32,6 +36,12 @@ from ._base import (
     resolve_learning_rate,
     validate_linear_data,
 )
+
+if TYPE_CHECKING:  # annotations only
+    from typing import Literal, Self
+
+    from .._plan import PrivacyPlan
+    from .._typing import ArrayLike, MatrixLike, RandomStateLike
 
 
 class _Prepared(NamedTuple):
@@ -366,30 +376,30 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
     def __init__(
         self,
         *,
-        loss="log_loss",
-        epsilon=1.0,
-        delta=1e-5,
-        epsilon_mean=0.05,
-        epsilon_quantile=0.05,
-        feature_norm=1.0,
-        variant="practical",
-        max_grad_norm=1.0,
-        noise_multiplier=None,
-        batch_size="auto",
-        epochs=10.0,
-        learning_rate="auto",
-        lr_schedule="cosine",
-        momentum=0.9,
-        average=True,
-        l2_regularization=0.0,
-        fit_intercept=True,
-        accountant="auto",
-        neighboring="add_remove",
-        random_state=None,
-        noise="default",
-        verbose=0,
-        classes=None,
-    ):
+        loss: Literal["hinge", "log_loss"] = "log_loss",
+        epsilon: float | None = 1.0,
+        delta: float = 1e-5,
+        epsilon_mean: float = 0.05,
+        epsilon_quantile: float = 0.05,
+        feature_norm: float = 1.0,
+        variant: Literal["analysed", "practical"] = "practical",
+        max_grad_norm: float = 1.0,
+        noise_multiplier: float | None = None,
+        batch_size: int | Literal["auto"] = "auto",
+        epochs: float = 10.0,
+        learning_rate: float | Literal["auto"] = "auto",
+        lr_schedule: Literal["constant", "cosine", "linear"] = "cosine",
+        momentum: float = 0.9,
+        average: bool = True,
+        l2_regularization: float = 0.0,
+        fit_intercept: bool = True,
+        accountant: Literal["auto", "pld", "rdp"] = "auto",
+        neighboring: Literal["add_remove", "replace"] = "add_remove",
+        random_state: RandomStateLike = None,
+        noise: Literal["default", "secure"] = "default",
+        verbose: int = 0,
+        classes: ArrayLike | None = None,
+    ) -> None:
         self.loss = loss
         self.epsilon = epsilon
         self.delta = delta
@@ -418,7 +428,7 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
 
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
-    def fit(self, X, y):
+    def fit(self, X: MatrixLike, y: ArrayLike) -> Self:
         """Fit DPSGD-F: scale rows, private mean, centre, DP-SGD, move the intercept.
 
         Parameters
@@ -467,7 +477,8 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
         self._store(coef, intercept, classes, plan, learning_rate, prep.released)
         return self
 
-    def privacy_plan(self, n_samples, n_features, *, feature_names=None):
+    def privacy_plan(self, n_samples: int, n_features: int, *,
+                     feature_names: ArrayLike | None = None) -> PrivacyPlan:
         """What a fit on ``n_samples`` × ``n_features`` data spends and protects.
 
         Computed from public quantities only (the shape and the parameters):
@@ -538,7 +549,7 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
         X = scale_rows(X, self.feature_norm_, "clip")
         return mech.augment_block(X, self.mean_, self.quantile_, self.fit_intercept)
 
-    def decision_function(self, X):
+    def decision_function(self, X: MatrixLike) -> np.ndarray:
         """Scores of the linear model on the row-scaled (analysed: clipped) ``X``.
 
         Parameters

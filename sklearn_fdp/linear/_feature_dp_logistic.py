@@ -7,6 +7,10 @@ public steps' scale, public pretraining) and
 :mod:`sklearn_fdp._mechanisms.label_statistic` (label DP by one release).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import math
 import sys
 from numbers import Integral, Real
@@ -52,6 +56,12 @@ from ._base import (
     resolve_learning_rate,
     validate_linear_data,
 )
+
+if TYPE_CHECKING:  # annotations only
+    from typing import Literal, Self
+
+    from .._plan import PrivacyPlan
+    from .._typing import ArrayLike, FeatureSpec, MatrixLike, RandomStateLike
 
 METHODS = ("auto", "alg1", "dpsgd", "sufficient_statistic")
 
@@ -425,33 +435,33 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
     def __init__(
         self,
         *,
-        public_features=None,
-        private_features=None,
-        label_public=False,
-        public_loss="mask",
-        method="auto",
-        alpha="auto",
-        public_batch_size="auto",
-        public_epochs="auto",
-        epsilon=1.0,
-        delta=1e-5,
-        max_grad_norm="auto",
-        noise_multiplier=None,
-        batch_size="auto",
-        epochs=10.0,
-        learning_rate="auto",
-        lr_schedule="cosine",
-        momentum=0.9,
-        average=True,
-        l2_regularization=0.0,
-        fit_intercept=True,
-        accountant="auto",
-        neighboring="add_remove",
-        random_state=None,
-        noise="default",
-        verbose=0,
-        classes=None,
-    ):
+        public_features: FeatureSpec = None,
+        private_features: FeatureSpec = None,
+        label_public: bool = False,
+        public_loss: Literal["gaussian_pad", "mask"] = "mask",
+        method: Literal["alg1", "auto", "dpsgd", "sufficient_statistic"] = "auto",
+        alpha: float | Literal["auto"] = "auto",
+        public_batch_size: int | Literal["auto", "full"] = "auto",
+        public_epochs: float | Literal["auto"] = "auto",
+        epsilon: float | None = 1.0,
+        delta: float = 1e-5,
+        max_grad_norm: float | Literal["auto"] = "auto",
+        noise_multiplier: float | None = None,
+        batch_size: int | Literal["auto"] = "auto",
+        epochs: float = 10.0,
+        learning_rate: float | Literal["auto"] = "auto",
+        lr_schedule: Literal["constant", "cosine", "linear"] = "cosine",
+        momentum: float = 0.9,
+        average: bool = True,
+        l2_regularization: float = 0.0,
+        fit_intercept: bool = True,
+        accountant: Literal["auto", "pld", "rdp"] = "auto",
+        neighboring: Literal["add_remove", "replace"] = "add_remove",
+        random_state: RandomStateLike = None,
+        noise: Literal["default", "secure"] = "default",
+        verbose: int = 0,
+        classes: ArrayLike | None = None,
+    ) -> None:
         self.public_features = public_features
         self.private_features = private_features
         self.label_public = label_public
@@ -481,7 +491,7 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
 
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
-    def fit(self, X, y, feature_names=None):
+    def fit(self, X: MatrixLike, y: ArrayLike, feature_names: ArrayLike | None = None) -> Self:
         """Fit the model with FDP Algorithm 1 (or pretraining + DP-SGD, or label DP).
 
         Parameters
@@ -553,7 +563,8 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         self.l2_regularization_ = run.l2_regularization
         return self
 
-    def privacy_plan(self, n_samples, n_features, *, feature_names=None):
+    def privacy_plan(self, n_samples: int, n_features: int, *,
+                     feature_names: ArrayLike | None = None) -> PrivacyPlan:
         """What a fit on ``n_samples`` × ``n_features`` data spends and protects.
 
         Computed from public quantities only (the shape, the column names

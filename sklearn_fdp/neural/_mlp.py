@@ -10,6 +10,10 @@ private data (FDP Algorithm 1's private step, its random streams, the
 training loop) lives in :mod:`sklearn_fdp.neural._alg1`.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import math
 import sys
 from numbers import Integral, Real
@@ -45,6 +49,12 @@ from .._validation import (
 )
 from ..features import check_label_in_spec, resolve_feature_spec, spec_feature_names
 from ._alg1 import Trainer, _torch_generator, compute_dtype, spawn_streams, train
+
+if TYPE_CHECKING:  # annotations only
+    from typing import Literal, Self
+
+    from .._plan import PrivacyPlan
+    from .._typing import ArrayLike, FeatureSpec, MatrixLike, RandomStateLike
 
 __all__ = ["MLPFeatureDP"]
 
@@ -365,33 +375,33 @@ class MLPFeatureDP(ClassifierMixin, BaseEstimator):
     def __init__(
         self,
         *,
-        hidden_layer_sizes=(300,),
-        activation="relu",
-        public_features=None,
-        private_features=None,
-        label_public=False,
-        public_loss="gaussian_pad",
-        method="alg1",
-        epsilon=1.0,
-        delta=1e-5,
-        max_grad_norm=1.0,
-        noise_multiplier=None,
-        alpha=1.0,
-        batch_size="auto",
-        public_batch_size="auto",
-        public_epochs=0.0,
-        epochs=10.0,
-        learning_rate=0.1,
-        momentum=0.9,
-        accountant="auto",
-        neighboring="add_remove",
-        device="auto",
-        per_example="outer",
-        random_state=None,
-        noise="default",
-        verbose=0,
-        classes=None,
-    ):
+        hidden_layer_sizes: int | tuple[int, ...] = (300,),
+        activation: Literal["identity", "logistic", "relu", "tanh"] = "relu",
+        public_features: FeatureSpec = None,
+        private_features: FeatureSpec = None,
+        label_public: bool = False,
+        public_loss: Literal["gaussian_pad", "mask"] = "gaussian_pad",
+        method: Literal["alg1", "dp", "dpsgd"] = "alg1",
+        epsilon: float | None = 1.0,
+        delta: float = 1e-5,
+        max_grad_norm: float = 1.0,
+        noise_multiplier: float | None = None,
+        alpha: float = 1.0,
+        batch_size: int | Literal["auto"] = "auto",
+        public_batch_size: int | Literal["auto"] = "auto",
+        public_epochs: float = 0.0,
+        epochs: float = 10.0,
+        learning_rate: float = 0.1,
+        momentum: float = 0.9,
+        accountant: Literal["auto", "pld", "rdp"] = "auto",
+        neighboring: Literal["add_remove", "replace"] = "add_remove",
+        device: Literal["auto", "cpu", "cuda"] = "auto",
+        per_example: Literal["outer", "vmap"] = "outer",
+        random_state: RandomStateLike = None,
+        noise: Literal["default", "secure"] = "default",
+        verbose: int = 0,
+        classes: ArrayLike | None = None,
+    ) -> None:
         _import_torch()  # fail early, with the install hint
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
@@ -481,7 +491,8 @@ class MLPFeatureDP(ClassifierMixin, BaseEstimator):
             return 0
         return resolve_public_batch_size(self, batch_size, n_samples)
 
-    def privacy_plan(self, n_samples, n_features, *, feature_names=None):
+    def privacy_plan(self, n_samples: int, n_features: int, *,
+                     feature_names: ArrayLike | None = None) -> PrivacyPlan:
         """What a fit on ``n_samples`` × ``n_features`` data spends and protects.
 
         Computed from public quantities only (the shape, the column names
@@ -547,7 +558,7 @@ class MLPFeatureDP(ClassifierMixin, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
-    def fit(self, X, y, feature_names=None):
+    def fit(self, X: MatrixLike, y: ArrayLike, feature_names: ArrayLike | None = None) -> Self:
         """Train the network privately.
 
         Parameters
@@ -663,7 +674,7 @@ class MLPFeatureDP(ClassifierMixin, BaseEstimator):
         # A model fitted on a GPU still predicts on a machine without one.
         return "cuda" if torch.cuda.is_available() else "cpu"
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: MatrixLike) -> np.ndarray:
         """Class probabilities, computed in batches of rows.
 
         The forward pass runs in float64 (the weights trained in float32,
@@ -699,7 +710,7 @@ class MLPFeatureDP(ClassifierMixin, BaseEstimator):
                 out[start:start + len(xb)] = torch.softmax(z, dim=1).cpu().numpy()
         return out
 
-    def predict_log_proba(self, X):
+    def predict_log_proba(self, X: MatrixLike) -> np.ndarray:
         """Log of :meth:`predict_proba`.
 
         Parameters
@@ -714,7 +725,7 @@ class MLPFeatureDP(ClassifierMixin, BaseEstimator):
         with np.errstate(divide="ignore"):
             return np.log(self.predict_proba(X))
 
-    def predict(self, X):
+    def predict(self, X: MatrixLike) -> np.ndarray:
         """Most probable class of every row.
 
         Parameters
