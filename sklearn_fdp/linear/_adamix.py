@@ -80,10 +80,14 @@ class AdaMixClassifier(BaseDPLinearClassifier):
         of noisy steps ``T`` (the largest with ε(T) ≤ ``epsilon``).
     delta : float, default=1e-5
         δ of the guarantee, in (0, 1). Keep it well below ``1 / n_private``.
-    noise_multiplier : float, default=20.0
+    noise_multiplier : float or "auto", default="auto"
         σ, > 0: the noise of every step has std ``σ τ_t``. Larger σ means
         more, noisier steps for the same ε; the paper uses 20 and found
-        larger σ better (supplement §A.3).
+        larger σ better (supplement §A.3). ``"auto"`` is 20 wherever that
+        gives between 30 and 10,000 steps, and otherwise the σ that gives 30
+        (ε below about 1.02 at δ = 1e-5; below about 0.16, σ = 20 cannot
+        take a single step) or 10,000 (ε above about 33), never below 2.5: a
+        rule of ε and δ only, so it costs no privacy.
     subspace_dim : int or "auto", default="auto"
         ``k``, the number of singular directions of the public subspace
         kept (``projection=True``; see ``subspace``). It cannot exceed the
@@ -268,7 +272,7 @@ class AdaMixClassifier(BaseDPLinearClassifier):
     _parameter_constraints: dict = {
         "epsilon": [Interval(Real, 0, None, closed="neither")],
         "delta": DELTA_CONSTRAINT,
-        "noise_multiplier": [Interval(Real, 0, None, closed="neither")],
+        "noise_multiplier": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "subspace_dim": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "clip_percentile": [Interval(Real, 0, 100, closed="right")],
         "l2_regularization": [Interval(Real, 0, None, closed="left")],
@@ -293,7 +297,7 @@ class AdaMixClassifier(BaseDPLinearClassifier):
         *,
         epsilon: float = 1.0,
         delta: float = 1e-5,
-        noise_multiplier: float = 20.0,
+        noise_multiplier: float | Literal["auto"] = "auto",
         subspace_dim: int | Literal["auto"] = "auto",
         clip_percentile: float = 90.0,
         l2_regularization: float = 1e-4,
@@ -450,9 +454,13 @@ class AdaMixClassifier(BaseDPLinearClassifier):
                 "to epsilon (for its given noise_multiplier), so epsilon=None is not "
                 "supported. Set epsilon to the budget of one fit."
             )
-        sigma = float(self.noise_multiplier)
+        auto = isinstance(self.noise_multiplier, str)  # "auto"
+        sigma = (adamix.auto_noise_multiplier(self.epsilon, self.delta) if auto
+                 else float(self.noise_multiplier))
         n_public, n_private = int(n_public), int(n_samples) - int(n_public)
-        steps, spent = adamix.calibrate_steps(sigma, self.epsilon, self.delta, name)
+        steps, spent = adamix.calibrate_steps(
+            sigma, self.epsilon, self.delta, name,
+            max_steps=adamix.AUTO_MAX_STEPS if auto else None)
         return PrivacyPlan(
             dp_event=adamix.steps_event(sigma, steps), epsilon=spent, delta=float(self.delta),
             accountant="pld", unit="private records",

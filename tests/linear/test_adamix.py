@@ -226,6 +226,34 @@ def test_budget_too_small_for_one_step(binary):
         AdaMixClassifier(epsilon=0.1, noise_multiplier=1.0).fit(X, y, public_mask=mask)
 
 
+@pytest.mark.parametrize("epsilon", [0.03, 0.1, 0.3, 1.0, 3.0, 8.0])
+def test_default_noise_fits_at_every_epsilon(binary, epsilon):
+    # Issue 20: σ = 20 cannot take one step below ε ≈ 0.15; "auto" raises σ to
+    # keep 30 steps there and is the paper's 20 wherever that gives >= 30 steps.
+    X, y, mask = binary
+    clf = AdaMixClassifier(epsilon=epsilon, random_state=0).fit(X, y, public_mask=mask)
+    assert clf.epsilon_ <= epsilon
+    sigma_1 = accounting.gaussian_noise_multiplier(epsilon, clf.delta_)
+    twenty_steps = int((20.0 / sigma_1) ** 2)  # what σ = 20 allows (GDP)
+    if twenty_steps >= 30:
+        assert clf.noise_multiplier_ == 20.0
+    else:
+        assert clf.noise_multiplier_ > 20.0 and clf.steps_ == 30
+    # The budget is used: one more step at this σ would overspend.
+    assert accounting.gaussian_epsilon(
+        clf.noise_multiplier_ / math.sqrt(clf.steps_ + 1), clf.delta_) > epsilon
+    assert np.unique(clf.predict(X)).size == 2
+
+
+def test_default_noise_caps_the_steps_at_huge_epsilon(binary):
+    X, y, mask = binary
+    clf = AdaMixClassifier(epsilon=1e6, random_state=0).fit(X, y, public_mask=mask)
+    assert clf.steps_ == 10_000 and clf.noise_multiplier_ == 2.5
+    assert clf.epsilon_ < 1e6  # spends less than the (meaningless) budget
+    again = accounting.epsilon_of_event(clf.dp_event_, clf.delta_, accountant="pld")
+    assert clf.epsilon_ == pytest.approx(again, rel=1e-12)
+
+
 def test_more_steps_with_larger_sigma(binary):
     X, y, mask = binary
     small = AdaMixClassifier(epsilon=2.0, noise_multiplier=5.0, random_state=0)
