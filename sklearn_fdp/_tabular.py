@@ -50,8 +50,14 @@ policy bound each column's contribution.
 # -- transformers stored in the pipelines (module level: skops saves them by name) -----------
 
 
-def _as_strings(X):
-    """Categories as strings (``3.0`` -> ``"3"``); missing values stay missing."""
+def _as_strings(X, strict=None):
+    """Categories as strings (``3.0`` -> ``"3"``); missing values stay missing.
+
+    ``strict``: ``{column position: categories}`` of the columns whose unknown
+    policy is ``"error"``; a value outside the list there (a missing one
+    included) raises a ValueError naming the column, never the value.
+    """
+    names = [str(c) for c in X.columns] if hasattr(X, "columns") else None
     X = np.asarray(X, dtype=object)
     out = np.empty(X.shape, dtype=object)
     for idx, v in np.ndenumerate(X):
@@ -61,6 +67,15 @@ def _as_strings(X):
             out[idx] = str(int(v))
         else:
             out[idx] = str(v)
+    for j, cats in (strict or {}).items():
+        known = set(cats)
+        n_out = sum(1 for v in out[:, j] if not (isinstance(v, str) and v in known))
+        if n_out:
+            column = repr(names[j]) if names is not None else str(j)
+            raise ValueError(
+                f"categorical column {column}: {n_out} value(s) outside its declared category "
+                "list (or missing), and its unknown policy is 'error'. Add the categories to "
+                "the schema, or declare 'unknown': 'ignore' (encoded as all zeros).")
     return out
 
 
@@ -441,7 +456,8 @@ def make_tabular_preprocessor(schema, *, scale_rows="constant", order="protected
           numbers, compared as strings: ``3`` and ``3.0`` are ``"3"``) or
           ``{column: {"categories": [...], "unknown": "ignore"}}``;
           ``"unknown"``: ``"ignore"`` (default; an unknown or missing value
-          is encoded as all zeros) or ``"error"``.
+          is encoded as all zeros) or ``"error"`` (a ValueError naming the
+          column, not the value).
         - ``"protected"``: the protected columns (under feature DP), a
           list; every output column derived from one of them is protected.
           ``[]`` (the default) when none is, or the whole record is.
@@ -540,15 +556,15 @@ def make_tabular_preprocessor(schema, *, scale_rows="constant", order="protected
                 fill_value=_one_or_list([s["fill_value"] for s in specs]))
         elif kind == "categorical":
             specs = [canon["categorical"][c] for c in cols]
-            unknown = {s["unknown"] for s in specs}
-            if len(unknown) > 1:  # OneHotEncoder takes one policy: one encoder per policy
-                raise ValueError(
-                    f"schema: the categorical columns of block {name!r} mix the unknown "
-                    "policies 'ignore' and 'error'; give them one policy.")
+            # unknown="error" is checked by the string step (its message names the
+            # column, never the value); the encoder itself ignores unknown values.
+            strict = {j: list(s["categories"]) for j, s in enumerate(specs)
+                      if s["unknown"] == "error"}
             step = Pipeline([
-                ("str", FunctionTransformer(_as_strings, feature_names_out="one-to-one")),
+                ("str", FunctionTransformer(_as_strings, feature_names_out="one-to-one",
+                                            kw_args={"strict": strict} if strict else None)),
                 ("onehot", OneHotEncoder(categories=[list(s["categories"]) for s in specs],
-                                         handle_unknown=unknown.pop(), sparse_output=False,
+                                         handle_unknown="ignore", sparse_output=False,
                                          dtype=np.float64)),
             ])
         else:

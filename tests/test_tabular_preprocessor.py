@@ -124,12 +124,20 @@ def test_unknown_categories():
     Z = pd.DataFrame(make_tabular_preprocessor(SCHEMA, scale_rows=False).fit(X).transform(X),
                      columns=make_tabular_preprocessor(SCHEMA).fit(X).get_feature_names_out())
     np.testing.assert_array_equal(Z.filter(like="region_").sum(axis=1), [0, 0, 1, 1])
-    strict = copy.deepcopy(SCHEMA)
+    strict = copy.deepcopy(SCHEMA)  # 'error' for region only, next to 'ignore' columns
     strict["categorical"]["region"] = {"categories": ["north", "south", "east", "west"],
                                        "unknown": "error"}
-    strict["categorical"]["grade"]["unknown"] = "error"
-    with pytest.raises(ValueError, match="unknown categor"):
-        make_tabular_preprocessor(strict).fit(X).transform(X)
+    for bad in ("mars", np.nan):
+        X.loc[0, "region"] = bad
+        with pytest.raises(ValueError) as error:
+            make_tabular_preprocessor(strict).fit(X.iloc[[0]])
+        message = str(error.value)
+        assert "categorical column 'region': 1 value(s) outside its declared" in message
+        assert "mars" not in message  # the value is not echoed
+    X.loc[[0, 1], "region"] = "north"
+    X.loc[0, "sex"] = "X"  # sex stays 'ignore'
+    Z = make_tabular_preprocessor(strict).fit(X).transform(X)
+    assert Z.shape == (4, 15)
 
 
 # -- the schema's checks -------------------------------------------------------------------
