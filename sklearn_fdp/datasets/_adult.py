@@ -301,6 +301,14 @@ def load_adult(*, return_X_y=False, as_frame=True, split="both"):
     )
 
 
+def _select_columns(X, *, names):
+    """The column selector of make_adult_preprocessor before issue 20, kept so that its
+    pickled pipelines still load (they name it); new pipelines use the schema's."""
+    if hasattr(X, "columns"):
+        return list(names)
+    return [_FEATURE_NAMES.index(name) for name in names]
+
+
 def adult_schema(*, protected=ADULT_PROTECTED):
     """The declared schema of the Adult features, for ``make_tabular_preprocessor``.
 
