@@ -55,6 +55,10 @@ import warnings
 
 import numpy as np
 
+# The transformers stored in the pipelines the CLI writes (categories as strings,
+# the constant row-norm factor); their module loads nothing heavy.
+from ._tabular import _as_strings, _scale_constant  # noqa: F401 - re-exported for old files
+
 __all__ = ["main"]
 
 MODELS = {
@@ -66,36 +70,17 @@ MODELS = {
 FDP_MODELS = ("fdp-logreg", "fdp-mlp")
 
 # Functions the CLI puts into the pipelines it writes: the only functions a
-# model file may name.
+# model file may name. They live in sklearn_fdp._tabular (the schema
+# preprocessor the CLI builds on, issue 20); files written before name them
+# in this module, where they are still found.
 _CLI_FUNCTIONS = ("_as_strings", "_scale_constant")
+_FUNCTION_MODULES = (__name__, "sklearn_fdp._tabular")
 # Written by releases before BoundedScaler scaled the numeric columns (issue 17).
 _OLD_CLI_FUNCTIONS = (f"{__name__}._scale_columns",)
 
 
 class CLIError(Exception):
     """A usage or data error: printed without a traceback, exit status 2."""
-
-
-# -- transformers stored in the pipeline (module level: skops saves them by name) ----------
-
-
-def _as_strings(X):
-    """Categories as strings (``3.0`` -> ``"3"``); missing values stay missing."""
-    X = np.asarray(X, dtype=object)
-    out = np.empty(X.shape, dtype=object)
-    for idx, v in np.ndenumerate(X):
-        if v is None or (isinstance(v, float) and math.isnan(v)):
-            out[idx] = np.nan
-        elif isinstance(v, (float, np.floating)) and float(v).is_integer():
-            out[idx] = str(int(v))
-        else:
-            out[idx] = str(v)
-    return out
-
-
-def _scale_constant(X, factor):
-    """Multiply every entry by a constant (the row-norm bound ``1 / sqrt(k)``)."""
-    return np.asarray(X, dtype=np.float64) * factor
 
 
 # -- argument parsing -----------------------------------------------------------------------
@@ -523,30 +508,16 @@ def _plan_columns(X, private, categories, bounds, path):
 
 
 def _make_preprocessor(numeric, categorical):
-    from sklearn.compose import ColumnTransformer
-    from sklearn.pipeline import Pipeline
-    from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
+    """The schema preprocessor (sklearn_fdp.preprocessing.make_tabular_preprocessor) of the
+    planned columns, numeric then categorical, pandas output."""
+    from .preprocessing import make_tabular_preprocessor
 
-    from .preprocessing import BoundedScaler
-
-    parts = []
-    if numeric:
-        cols = [c for c, _ in numeric]
-        scaler = BoundedScaler([b[:2] for _, b in numeric], log=[b[2] for _, b in numeric])
-        parts.append(("num", scaler, cols))
-    if categorical:
-        cols = [c for c, _ in categorical]
-        parts.append(("cat", Pipeline([
-            ("str", FunctionTransformer(_as_strings, feature_names_out="one-to-one")),
-            ("onehot", OneHotEncoder(categories=[list(c) for _, c in categorical],
-                                     handle_unknown="ignore", sparse_output=False,
-                                     dtype=np.float64)),
-        ]), cols))
-    n_inputs = len(numeric) + len(categorical)
-    columns = ColumnTransformer(parts, remainder="drop", sparse_threshold=0.0)
-    scale = FunctionTransformer(_scale_constant, kw_args={"factor": 1.0 / math.sqrt(n_inputs)},
-                                feature_names_out="one-to-one")
-    return Pipeline([("columns", columns), ("scale", scale)]).set_output(transform="pandas")
+    schema = {
+        "numeric": {col: [lo, hi, "log" if log else "linear"] for col, (lo, hi, log) in numeric},
+        "categorical": {col: list(cats) for col, cats in categorical},
+    }
+    pre = make_tabular_preprocessor(schema, scale_rows="constant", order="type")
+    return pre.set_output(transform="pandas")
 
 
 def _output_names(numeric, categorical):
@@ -744,7 +715,7 @@ def _trusted(name):
     if name in _SKLEARN_CONTAINERS:
         return True
     module, _, attr = name.rpartition(".")
-    if module == __name__:
+    if module in _FUNCTION_MODULES:
         return attr in _CLI_FUNCTIONS
     root = module.split(".")[0]
     if root not in ("sklearn", "sklearn_fdp", "dp_accounting", "numpy"):

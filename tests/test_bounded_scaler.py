@@ -19,6 +19,8 @@ from sklearn_fdp.pipeline import audit_preprocessing, make_private_pipeline
 VARIANTS = [
     BoundedScaler((-0.5, 20.0), log=True),
     BoundedScaler((-3.0, 3.0), feature_range=(-1.0, 1.0)),
+    # Issue 20: signed-log, and a missing-value indicator (one more column per column).
+    BoundedScaler((-50.0, 50.0), scale="signed-log", missing="indicator", fill_value=0.0),
 ]
 
 
@@ -191,3 +193,91 @@ def test_listed_as_free_by_the_tracer_and_the_report():
     report = privacy_report(pipe, pld=False)
     assert report.is_private
     assert "BoundedScaler): data-independent, free" in str(report)
+
+
+# -- issue 20: scale="linear"/"log"/"signed-log", the missing-value policy ----------------
+
+
+def test_scale_maps_are_the_documented_formulas():
+    X = np.array([[-1e9, -1e9, -1e9], [-3.0, 0.0, 2.5], [7.0, 99.0, 1e9]])
+    bounds = [(-10.0, 10.0), (0.0, 99999.0), (-100.0, 1000.0)]
+    Z = BoundedScaler(bounds, scale=["linear", "log", "signed-log"]).fit_transform(X)
+
+    def s(v):
+        return np.sign(v) * np.log1p(np.abs(v))
+
+    expected = np.array([
+        [0.0, 0.0, 0.0],
+        [(-3.0 + 10) / 20, 0.0, (s(2.5) - s(-100.0)) / (s(1000.0) - s(-100.0))],
+        [(7.0 + 10) / 20, np.log1p(99.0) / np.log1p(99999.0), 1.0],
+    ])
+    np.testing.assert_allclose(Z, expected, rtol=1e-14, atol=1e-15)
+    # scale="log" is log=True, bit for bit.
+    np.testing.assert_array_equal(BoundedScaler((0.0, 99.0), scale="log").fit_transform(X[:, 1:2]),
+                                  BoundedScaler((0.0, 99.0), log=True).fit_transform(X[:, 1:2]))
+
+
+def test_signed_log_is_monotone_over_both_signs_and_inverts():
+    x = np.linspace(-5000.0, 5000.0, 2001).reshape(-1, 1)
+    scaler = BoundedScaler((-1000.0, 2000.0), scale="signed-log", feature_range=(-1.0, 1.0))
+    Z = scaler.fit_transform(x)
+    assert np.all(np.diff(Z[:, 0]) >= 0) and Z.min() == -1.0 and Z.max() == 1.0
+    inside = (x[:, 0] >= -1000.0) & (x[:, 0] <= 2000.0)
+    np.testing.assert_allclose(scaler.inverse_transform(Z)[inside], x[inside], rtol=1e-12)
+
+
+@pytest.mark.parametrize("missing", ["fill", "indicator"])
+def test_missing_values_become_the_declared_constant(missing):
+    X = np.array([[np.nan, 4.0], [2.0, np.nan], [8.0, 1.0]])
+    scaler = BoundedScaler([(0.0, 8.0), (0.0, 4.0)], missing=missing, fill_value=[4.0, None])
+    Z = scaler.fit_transform(X)
+    values = Z[:, [0, 2]] if missing == "indicator" else Z
+    np.testing.assert_array_equal(values, [[0.5, 1.0], [0.25, 0.0], [1.0, 0.25]])
+    if missing == "indicator":  # each flag right after its column
+        np.testing.assert_array_equal(Z[:, [1, 3]], [[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])
+        assert list(scaler.get_feature_names_out()) == ["x0", "x0_missing", "x1", "x1_missing"]
+        back = scaler.inverse_transform(Z)
+        np.testing.assert_array_equal(np.isnan(back), np.isnan(X))
+    else:
+        assert list(scaler.get_feature_names_out()) == ["x0", "x1"]
+
+
+def test_missing_policy_per_column_and_its_errors():
+    df = pd.DataFrame({"a": [1.0, np.nan], "b": [np.nan, 2.0]})
+    scaler = BoundedScaler({"a": (0, 2), "b": (0, 4)}, missing=["indicator", "error"])
+    with pytest.raises(ValueError, match="NaN in column 'b', whose missing policy is 'error'"):
+        scaler.fit(df)
+    Z = BoundedScaler({"a": (0, 2), "b": (0, 4)}, missing=["indicator", "fill"]).fit(df)
+    assert list(Z.get_feature_names_out()) == ["a", "a_missing", "b"]
+    with pytest.raises(ValueError, match="infinity"):
+        BoundedScaler((0, 1), missing="fill").fit(np.array([[np.inf]]))
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"scale": "exp"}, "scale of BoundedScaler got 'exp'"),
+    ({"scale": ["linear"]}, "scale of BoundedScaler has 1 entries but X has 2"),
+    ({"scale": "log", "log": True}, "give one of them"),
+    ({"missing": "drop"}, "missing of BoundedScaler got 'drop'"),
+    ({"missing": "fill", "fill_value": np.nan}, "fill_value of BoundedScaler got nan"),
+    ({"missing": "fill", "fill_value": "zero"}, "Got 'zero' instead"),  # sklearn's check
+])
+def test_new_parameters_are_checked(params, message):
+    with pytest.raises(ValueError) as error:
+        BoundedScaler((0.0, 1.0), **params).fit(np.zeros((2, 2)))
+    assert message in str(error.value)
+
+
+def test_indicator_is_traced_to_its_own_column():
+    """The preprocessing tracer maps x0_missing to x0 (arrays: by _n_features_outs)."""
+    rng = np.random.default_rng(1)
+    X = rng.uniform(0, 10, (120, 3))
+    X[::7, 2] = np.nan
+    y = (X[:, 0] > 5).astype(int)
+    clf = FeatureDPLogisticRegression(private_features=[2, 3], epsilon=1.0, delta=1e-5,
+                                      epochs=1, accountant="rdp", random_state=0)
+    scaler = BoundedScaler((0.0, 10.0), missing=["error", "error", "indicator"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no PrivacyLeakWarning
+        pipe = make_private_pipeline(scaler, clf).fit(X, y)
+    assert pipe.protected_input_columns_ == ["x2"]
+    assert [s.status for s in pipe.preprocessing_audit_] == ["free"]

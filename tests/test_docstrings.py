@@ -5,7 +5,7 @@ import inspect
 import pytest
 
 import sklearn_fdp
-from sklearn_fdp import accounting, datasets
+from sklearn_fdp import accounting, datasets, preprocessing
 
 numpydoc_validate = pytest.importorskip("numpydoc.validate")
 
@@ -24,7 +24,7 @@ def _public_names():
                 if meth in vars(obj) or any(meth in vars(base) for base in obj.__mro__[1:3]
                                             if base.__module__.startswith("sklearn_fdp")):
                     names.append(f"sklearn_fdp.{name}.{meth}")
-    for module in (accounting, datasets):
+    for module in (accounting, datasets, preprocessing):
         for name in module.__all__:
             if inspect.isfunction(getattr(module, name)):
                 names.append(f"{module.__name__}.{name}")

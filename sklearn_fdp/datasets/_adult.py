@@ -12,14 +12,11 @@ from importlib import resources
 
 import numpy as np
 import pandas as pd
-from sklearn.compose import ColumnTransformer
-from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import Normalizer, OneHotEncoder
 from sklearn.utils import Bunch
 
-from .._bounded import BoundedScaler
+from .._tabular import make_tabular_preprocessor
 
-__all__ = ["ADULT_PROTECTED", "load_adult", "make_adult_preprocessor"]
+__all__ = ["ADULT_PROTECTED", "adult_schema", "load_adult", "make_adult_preprocessor"]
 
 ADULT_PROTECTED = (
     "sex",
@@ -305,15 +302,52 @@ def load_adult(*, return_X_y=False, as_frame=True, split="both"):
 
 
 def _select_columns(X, *, names):
-    """Column selector: the names for a DataFrame, their file positions otherwise."""
+    """The column selector of make_adult_preprocessor before issue 20, kept so that its
+    pickled pipelines still load (they name it); new pipelines use the schema's."""
     if hasattr(X, "columns"):
         return list(names)
     return [_FEATURE_NAMES.index(name) for name in names]
 
 
-# Each of the 14 input columns contributes at most 1 to a row's squared norm
-# (numeric columns in [0, 1], one one-hot entry per categorical column).
-_CONSTANT_ROW_SCALE = 1.0 / np.sqrt(14.0)
+def adult_schema(*, protected=ADULT_PROTECTED):
+    """The declared schema of the Adult features, for ``make_tabular_preprocessor``.
+
+    The public category lists of ``adult.names`` and the public bounds of
+    the numeric columns (see :func:`make_adult_preprocessor`), as a fresh
+    plain dict (JSON-serialisable; ``docs/examples/adult_schema.json`` holds
+    the same lists and bounds in the command line's format).
+
+    Parameters
+    ----------
+    protected : sequence of str, default=ADULT_PROTECTED
+        The protected columns, written to the schema's ``"protected"`` key.
+
+    Returns
+    -------
+    schema : dict
+        ``{"numeric": {column: [low, high, scale]}, "categorical": {column:
+        [categories]}, "protected": [...], "input_columns": [the 14 columns
+        in file order]}``.
+
+    See Also
+    --------
+    make_adult_preprocessor : ``make_tabular_preprocessor`` on this schema.
+
+    Examples
+    --------
+    >>> from sklearn_fdp.datasets import adult_schema
+    >>> schema = adult_schema()
+    >>> schema["numeric"]["capital-gain"], schema["protected"][:2]
+    ([0.0, 99999.0, 'log'], ['sex', 'race'])
+    """
+    return {
+        "numeric": {c: [_NUMERIC_BOUNDS[c][0], _NUMERIC_BOUNDS[c][1],
+                        "log" if _NUMERIC_BOUNDS[c][2] else "linear"]
+                    for c in _NUMERIC_FEATURES},
+        "categorical": {c: list(_ADULT_CATEGORIES[c]) for c in _CATEGORICAL_FEATURES},
+        "protected": list(protected),
+        "input_columns": list(_FEATURE_NAMES),
+    }
 
 
 def make_adult_preprocessor(*, scale_rows="constant"):
@@ -349,9 +383,9 @@ def make_adult_preprocessor(*, scale_rows="constant"):
     Returns
     -------
     preprocessor : :class:`~sklearn.pipeline.Pipeline`
-        Unfitted pipeline ``[("features", ColumnTransformer), ("normalize",
-        Normalizer() or "passthrough")]`` producing a dense float64 array of
-        105 columns, in this order:
+        Unfitted pipeline ``[("columns", ColumnTransformer), ("scale",
+        the constant factor, Normalizer() or "passthrough")]`` producing a
+        dense float64 array of 105 columns, in this order:
 
         - ``num__<name>`` for age, fnlwgt, education-num, capital-gain,
           capital-loss, hours-per-week (6 columns);
@@ -363,6 +397,9 @@ def make_adult_preprocessor(*, scale_rows="constant"):
     --------
     load_adult : The data this transformer expects.
     ADULT_PROTECTED : Protected Adult columns used in the benchmarks.
+    adult_schema : The schema it is built from.
+    sklearn_fdp.preprocessing.make_tabular_preprocessor : Builds it from
+        ``adult_schema()`` with ``order="type"``.
 
     Notes
     -----
@@ -416,35 +453,8 @@ def make_adult_preprocessor(*, scale_rows="constant"):
         raise ValueError(
             f"scale_rows must be 'constant', 'l2' (or True) or False; got {scale_rows!r}."
         )
-    numeric = BoundedScaler(
-        [_NUMERIC_BOUNDS[c][:2] for c in _NUMERIC_FEATURES],
-        log=[_NUMERIC_BOUNDS[c][2] for c in _NUMERIC_FEATURES],
-    )
-    categorical = OneHotEncoder(
-        categories=[list(_ADULT_CATEGORIES[c]) for c in _CATEGORICAL_FEATURES],
-        handle_unknown="ignore",
-        sparse_output=False,
-        dtype=np.float64,
-    )
-    features = ColumnTransformer(
-        [
-            (
-                "num",
-                numeric,
-                functools.partial(_select_columns, names=_NUMERIC_FEATURES),
-            ),
-            (
-                "cat",
-                categorical,
-                functools.partial(_select_columns, names=_CATEGORICAL_FEATURES),
-            ),
-        ],
-        remainder="drop",
-        sparse_threshold=0.0,
-        transformer_weights=(
-            {"num": _CONSTANT_ROW_SCALE, "cat": _CONSTANT_ROW_SCALE}
-            if scale_rows == "constant" else None
-        ),
-    )
-    normalize = Normalizer(norm="l2") if scale_rows in (True, "l2") else "passthrough"
-    return Pipeline([("features", features), ("normalize", normalize)])
+    # No column is declared protected here: the features are the same for
+    # every protection (the row normaliser of "l2" is documented above).
+    return make_tabular_preprocessor(adult_schema(protected=()),
+                                     scale_rows="l2" if scale_rows is True else scale_rows,
+                                     order="type")
