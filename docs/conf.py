@@ -276,6 +276,21 @@ def _note_unexecuted(app, docname, source):
     source[0] = text[:at] + note + text[at:]
 
 
+def _markdown_cell_headings(app, docname, source):
+    """Turn the Markdown headings of ``# %% [markdown]`` cells into reST section titles.
+
+    examples/adult_pipeline.py is written in the percent format that Jupyter and
+    jupytext read, whose text cells are Markdown; sphinx-gallery reads every text block
+    as reST, where ``## Setup`` would be a paragraph. (Code is indented under its
+    ``code-block`` directive in the generated page, so only text lines start with #.)
+    """
+    if not docname.startswith("auto_examples/"):
+        return
+    source[0] = re.sub(r"^#{2,6} +(.+?) *$",
+                       lambda m: f"{m.group(1)}\n{'-' * len(m.group(1))}",
+                       source[0], flags=re.MULTILINE)
+
+
 # -- links from the Markdown pages to files outside docs/ ------------------------------
 _OUTSIDE_MD_LINK = re.compile(r"\]\((\.\./[^)\s#]+\.md)(#[^)\s]*)?\)")
 
@@ -324,6 +339,7 @@ def _resolve_alias(app, env, node, contnode):
 
 def setup(app):
     app.connect("source-read", _note_unexecuted)
+    app.connect("source-read", _markdown_cell_headings)
     app.connect("source-read", _link_outside_pages)
     app.connect("autodoc-skip-member", _skip_foreign_member)
     app.connect("missing-reference", _resolve_alias)
