@@ -106,7 +106,6 @@ sphinx_gallery_conf = {
     "abort_on_example_error": True,
     "only_warn_on_example_error": False,
     "min_reported_time": 10**9,  # timings depend on the machine: not printed
-    "write_computation_times": False,
     "image_scrapers": ("matplotlib",),
 }
 # The demo's private models are noisy by design: their FdpWarning (e.g. δ ≥ 1/n) is
@@ -303,7 +302,7 @@ def _link_outside_pages(app, docname, source):
     ``path:`` scheme tells myst-parser to copy the file and link to the copy.
     (tests/test_docs_links.py checks that every such file exists.)
     """
-    if app.env.doc2path(docname).suffix != ".md":
+    if pathlib.Path(app.env.doc2path(docname)).suffix != ".md":  # a str before Sphinx 8
         return
     source[0] = _OUTSIDE_MD_LINK.sub(lambda m: f"](path:{m.group(1)})", source[0])
 
