@@ -13,7 +13,10 @@ HASH := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 DEMO_STAMP := $(VENV)/.installed-demo-$(HASH)
 TEST_STAMP := $(VENV)/.installed-test-$(HASH)
 
-.PHONY: demo test test-fast bench clean
+DOCS_VENV := .venv-docs
+DOCS_STAMP := $(DOCS_VENV)/.installed-docs-$(HASH)
+
+.PHONY: demo test test-fast bench docs clean
 
 $(DEMO_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,8 +44,20 @@ test: $(TEST_STAMP)
 test-fast: $(TEST_STAMP)
 	$(BIN)/python -m pytest -m "not slow" -n auto
 
+## The docs site, warnings as errors (docs/contributing.md); HTML in build/docs/html.
+$(DOCS_STAMP): pyproject.toml
+	test -x $(DOCS_VENV)/bin/python || $(PYTHON) -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(DOCS_VENV)/bin/python -m pip install --quiet -e ".[docs]"
+	rm -f $(DOCS_VENV)/.installed-*
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	$(DOCS_VENV)/bin/sphinx-build -W --keep-going -n -b html docs build/docs/html
+
 bench: $(TEST_STAMP)
 	$(BIN)/python benchmarks/bench_adult.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) $(DOCS_VENV) build *.egg-info .pytest_cache
+	rm -rf docs/generated docs/auto_examples docs/api_reference.rst

@@ -1,4 +1,5 @@
 """Main job: private logistic regression on the bundled UCI Adult data.
+====================================================================
 
 Trains on adult.data, evaluates on adult.test, prints a privacy/accuracy
 table and saves a figure to ``build/adult_demo.png`` under the current
@@ -68,7 +69,7 @@ def _private_line(name, make, epsilons, n_seeds, data):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "Adult demo.").splitlines()[0])  # no __doc__ in the gallery
     parser.add_argument("--epsilons", default="0.01,0.03,0.1,1",
                         help="comma-separated privacy budgets (default: %(default)s)")
     parser.add_argument("--delta", type=float, default=1e-5)

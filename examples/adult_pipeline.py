@@ -1,4 +1,5 @@
 """Named protected columns through a Pipeline, on Adult, inside GridSearchCV.
+==========================================================================
 
 A notebook-style script (``# %%`` cells; runs top to bottom with
 ``python examples/adult_pipeline.py``, about a minute on one core). It

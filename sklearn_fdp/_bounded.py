@@ -120,7 +120,7 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     ----------
     n_features_in_ : int
         Number of columns seen in ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Column names seen in ``fit``; defined when ``X`` has string column
         names.
 

@@ -62,7 +62,7 @@ class PrivacyPlan:
         accountants), or ``"analytic"`` (the analytic Gaussian mechanism's
         exact ε, for a single Gaussian release such as the private mean).
     unit : str
-        One of :data:`UNITS`: ``"record"`` (every column and the label of a
+        One of ``"record"`` (every column and the label of a
         row), ``"private records"`` (every column and the label of a private
         row; the public rows are not protected), ``"features"`` (the
         protected columns; label public), ``"label"`` (label DP),

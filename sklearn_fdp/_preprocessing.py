@@ -89,7 +89,7 @@ class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
 
     Attributes
     ----------
-    mean_ : ndarray of shape (n_features_in_,)
+    mean_ : ndarray of shape (``n_features_in_``,)
         The released (noisy) mean of the scaled rows, float64.
     noise_std_ : float
         Standard deviation of the noise in each coordinate of ``mean_``:
@@ -106,7 +106,7 @@ class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
         composing with the events of later steps of a pipeline.
     [[privacy_plan_]]
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Defined when ``X`` has string column names.
 
     Notes

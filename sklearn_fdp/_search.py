@@ -171,7 +171,7 @@ default="truncated_negative_binomial"
         set to None: its seed would regenerate its noise.
     noise : {"default", "secure"}, default="default"
         ``"secure"``: the number of trials ``K`` and the score noise come
-        from the OS CSPRNG (:class:`~sklearn_fdp._secure.SecureGenerator`,
+        from the OS CSPRNG (``SecureGenerator``,
         as the estimators' ``noise="secure"``), every trial's estimator that
         has a ``noise`` parameter runs with ``noise="secure"`` too, and the
         configurations, the split and the trials' seeds come from fresh OS

@@ -78,7 +78,9 @@ __all__ = [
 ]
 
 ACCOUNTANTS = ("rdp", "pld")
+"""The accountants of this module's functions (an estimator also takes ``"auto"``)."""
 NEIGHBORING_RELATIONS = ("add_remove", "replace")
+"""The neighbouring relations a ``neighboring=`` parameter accepts."""
 
 
 def __getattr__(name):
@@ -797,6 +799,7 @@ def gdp_epsilon(mu: ArrayLike, delta: float) -> np.ndarray:
 # -- private hyper-parameter search (Papernot & Steinke 2022) ----------------
 
 TRIAL_DISTRIBUTIONS = ("truncated_negative_binomial", "poisson")
+"""The distributions of the number of trials of the private search."""
 
 
 def repeat_and_select_event(event: DpEvent, mean: float, shape: float) -> DpEvent:

@@ -67,8 +67,22 @@ def test_the_demo_installs_no_test_dependencies():
     # figure, not torch/dask/hypothesis.
     makefile = (ROOT / "Makefile").read_text()
     installs = re.findall(r'pip install --quiet -e "\.\[(\w+)\]"', makefile)
-    assert installs == ["plot", "test"]
+    assert installs == ["plot", "test", "docs"]  # docs: `make docs`, its own .venv-docs
     assert set(_extras()["plot"]) == {"matplotlib>=3.7"}
+
+
+def test_the_docs_toolchain_is_not_part_of_the_test_extra():
+    # The docs site has its own extra and CI job (.ci/run docs): the test jobs
+    # do not install Sphinx's themes and gallery.
+    from packaging.requirements import Requirement
+
+    extras = _extras()
+    docs = {Requirement(r).name for r in extras["docs"]}
+    test = {Requirement(r).name for r in extras["test"]}
+    assert {"sphinx", "myst-parser", "sphinx-gallery", "pydata-sphinx-theme"} <= docs
+    assert not docs & test - {"numpydoc", "matplotlib"}, sorted(docs & test)
+    for req in map(Requirement, extras["docs"]):
+        assert any(s.operator == ">=" for s in req.specifier), f"{req}: no lower bound"
 
 
 def test_the_package_ships_py_typed_and_the_bundled_data():

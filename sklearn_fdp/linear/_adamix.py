@@ -184,7 +184,7 @@ class AdaMixClassifier(BaseDPLinearClassifier):
     intercept_ : ndarray of shape (1,) or (n_classes,)
     classes_ : ndarray of shape (n_classes,)
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Defined when ``X`` has string column names.
     pretrained_coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
         Weights ``w_ref`` after public pretraining (the public-only model).
@@ -211,12 +211,12 @@ class AdaMixClassifier(BaseDPLinearClassifier):
     dp_event_ : dp_accounting.DpEvent
         ``SelfComposedDpEvent(GaussianDpEvent(σ), T)``, for re-accounting.
     [[privacy_plan_]]
-    clip_thresholds_ : ndarray of shape (steps_,)
+    clip_thresholds_ : ndarray of shape (``steps_``,)
         ``τ_t`` of every step (depends on public data and iterates only).
-    subspace_dims_ : ndarray of shape (steps_,)
+    subspace_dims_ : ndarray of shape (``steps_``,)
         Dimension of the subspace the noise lived in at every step (depends
         on public data and iterates only).
-    iterates_ : ndarray of shape (steps_, n_features + fit_intercept, n_outputs)
+    iterates_ : ndarray of shape (``steps_``, n_features + fit_intercept, n_outputs)
         With ``store_iterates=True`` only: the iterate ``θ_t`` at which step
         ``t``'s gradients were taken (``iterates_[t, :n_features].T`` is a
         ``coef_``, row ``n_features`` the intercept; ``n_outputs`` is 1 for
@@ -543,7 +543,7 @@ class AdaMixClassifier(BaseDPLinearClassifier):
 
         Returns
         -------
-        epsilon : ndarray of shape (n_private_,)
+        epsilon : ndarray of shape (``n_private_``,)
             Ex-post ε of each private record, in the order of
             ``X[~public_mask]``. Nothing is stored on the estimator.
         """

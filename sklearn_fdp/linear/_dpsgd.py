@@ -73,7 +73,7 @@ class DPSGDClassifier(BaseDPLinearClassifier):
     intercept_ : ndarray of shape (1,) or (n_classes,)
     classes_ : ndarray of shape (n_classes,)
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Defined when ``X`` has string column names.
     [[epsilon_]]
     [[delta_]]

@@ -280,7 +280,7 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
     mean_rounds_ : int
         Analysed only: rounds ``K`` of the coarse-to-fine mean (1 is the
         plain Gaussian mean at radius ``feature_norm``).
-    mean_radii_ : ndarray of shape (mean_rounds_,)
+    mean_radii_ : ndarray of shape (``mean_rounds_``,)
         Analysed only: clipping radius of each round (``feature_norm``,
         then the private radii).
     quantile_ : float
@@ -309,7 +309,7 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
     [[accountant_]]
     [[privacy_plan_]]
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Defined when ``X`` has string column names.
 
     Notes
@@ -588,7 +588,7 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
         return scores
 
     def __sklearn_is_fitted__(self):
-        # ``mean_`` is set last in ``fit``; validation alone (n_features_in_)
+        # ``mean_`` is set last in ``fit``; validation alone (``n_features_in_``)
         # does not make the estimator fitted.
         return hasattr(self, "mean_")
 

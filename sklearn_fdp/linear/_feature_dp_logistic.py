@@ -321,9 +321,9 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
     intercept_ : ndarray of shape (1,) or (n_classes,)
     classes_ : ndarray of shape (n_classes,)
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Defined when ``X`` has string column names.
-    feature_names_ : ndarray of str of shape (n_features_in_,) or None
+    feature_names_ : ndarray of str of shape (``n_features_in_``,) or None
         Column names the feature specs were resolved against:
         ``feature_names_in_``, else the ``feature_names`` passed to ``fit``
         (as :class:`~sklearn_fdp.pipeline.PrivatePipeline` does), else None.
@@ -340,7 +340,7 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
     [[accountant_]]
     [[dp_event_]]
     [[privacy_plan_]]
-    public_mask_ : ndarray of bool of shape (n_features_in_,)
+    public_mask_ : ndarray of bool of shape (``n_features_in_``,)
         Which columns were treated as public.
     [[public_features_]]
     [[private_features_]]

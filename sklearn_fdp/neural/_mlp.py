@@ -274,9 +274,9 @@ class MLPFeatureDP(ClassifierMixin, BaseEstimator):
     ----------
     classes_ : ndarray of shape (n_classes,)
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Defined when ``X`` has string column names.
-    feature_names_ : ndarray of str of shape (n_features_in_,) or None
+    feature_names_ : ndarray of str of shape (``n_features_in_``,) or None
         Column names the feature specs were resolved against:
         ``feature_names_in_``, else the ``feature_names`` passed to ``fit``
         (as :class:`~sklearn_fdp.pipeline.PrivatePipeline` does), else None.
@@ -295,7 +295,7 @@ class MLPFeatureDP(ClassifierMixin, BaseEstimator):
     [[accountant_]]
     [[dp_event_]]
     [[privacy_plan_]]
-    public_mask_ : ndarray of bool of shape (n_features_in_,)
+    public_mask_ : ndarray of bool of shape (``n_features_in_``,)
         Columns treated as public (all False for ``method="dp"``).
     [[public_features_]]
     [[private_features_]]
