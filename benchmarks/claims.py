@@ -56,6 +56,7 @@ _FIGURE = re.compile(
     rf"|(?<=±)\s*(?P<half>{_NUMBER})"                          # the half-width after ±
     rf"|(?<![\w.\-/])(?P<plain>\d+\.\d{{3,}})(?![\w.])"        # >= 3 decimals
 )
+_IDENTIFIER = re.compile(r"(?:arXiv:?\s*|abs/|pdf/)\d{4}\.\d{4,5}(?:v\d+)?", re.I)
 _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 _SCRIPT = re.compile(r"benchmarks/([\w]+)\.py")
 _CLAIMS = re.compile(r"<!--\s*claims:\s*(.*?)\s*-->")
@@ -192,6 +193,7 @@ def check_page(path):
             line_sources = [] if parsed is None else parsed  # at a line's end: that line
         if in_code and comment_sources is None and line_sources is None:
             continue  # code blocks: doctest values and printed examples, not quotes
+        line = _IDENTIFIER.sub("", line)  # arXiv ids and version numbers are not figures
         figures = [m.group("value") or m.group("half") or m.group("plain")
                    for m in _FIGURE.finditer(line)]
         if not figures:

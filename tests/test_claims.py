@@ -79,3 +79,9 @@ def test_exemptions_need_a_reason_and_end_at_the_next_heading(claims, monkeypatc
 def test_a_claims_comment_naming_a_missing_file_is_reported(claims, monkeypatch, tmp_path):
     findings = _page(claims, monkeypatch, tmp_path, "<!-- claims: nosuch.json -->\n")
     assert [f.figure for f in findings] == ["nosuch.json"]
+
+
+def test_arxiv_ids_are_not_figures(claims, monkeypatch, tmp_path):
+    findings = _page(claims, monkeypatch, tmp_path, (
+        "# Page\n\nMahloujifar et al., arXiv:2506.19836; https://arxiv.org/abs/2307.11106.\n"))
+    assert findings == []
