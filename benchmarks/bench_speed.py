@@ -23,8 +23,9 @@ thread of the process: a noise thread, if any, is counted), wall is
 2. **(b) dense 200,000 × 600, 100 classes**, default learning rate, vs Opacus
    ghost clipping (``baselines/opacus_speed.py`` in ``.venv-opacus``, CPU, one
    torch thread): per epoch, from a ``DPSGDClassifier(epochs=--b-epochs)`` fit
-   and from Opacus's steady-state time per step × steps of an epoch; a DP child
-   and an Opacus child alternate round by round.
+   and from Opacus's steady-state CPU per step × steps of an epoch, Opacus at
+   the DP fit's expected batch and at batch 256 (``bench_epoch.py``'s); DP and
+   Opacus children alternate round by round.
 3. **Cold whole fit**: fresh interpreters, alternately
    ``DPSGDClassifier(epsilon=1).fit`` and ``SGDClassifier.fit`` on Adult (read
    from an ``.npz`` by numpy in both), each with an empty calibration cache
@@ -49,8 +50,9 @@ thread of the process: a noise thread, if any, is counted), wall is
 The machine's load average is recorded at start and end. ``--quick`` shrinks
 the problems (CSR 20,000 × 100,000, (b) 20,000 rows) and the repeats, to check
 that everything runs. Writes ``benchmarks/results/speed.json`` and ``speed.md``
-(``speed_quick.*`` with ``--quick``). The per-epoch figures of the training loop
-alone are ``bench_epoch.py``.
+(``speed_quick.*`` with ``--quick``; ``--out STEM`` for another name, e.g. with
+``--sections``). The per-epoch figures of the training loop alone are
+``bench_epoch.py``. A full run takes about 6-8 minutes on an idle 2-core machine.
 """
 
 import os
@@ -423,7 +425,13 @@ def warm_case(case, data_name, folder, repeats):
     return res
 
 
-def purchase_section(folder, repeats, epochs, n_rows, steps_opacus):
+def purchase_section(folder, repeats, epochs, n_rows, steps_256):
+    """(b): DP fits (float64, float32 input) and Opacus ghost clipping, alternating children.
+
+    Opacus runs twice a round: at the DP fit's own expected batch (the same work per
+    epoch; timed on half an epoch, at least 10 steps) and at batch 256 as in
+    ``bench_epoch.py`` (``steps_256`` steps).
+    """
     import numpy as np
 
     res = dict(dp=[], opacus=[], epochs=epochs)
@@ -439,29 +447,34 @@ def purchase_section(folder, repeats, epochs, n_rows, steps_opacus):
             out, wall, cpu, _ = self_child(dict(kind="purchase", data=str(folder), dtype=dtype,
                                                 epochs=epochs, seed=r))
             res["dp"].append(dict(dtype=dtype, round=r, **out))
-        if npz is not None:
+        if npz is None:
+            continue
+        batch = res["dp"][0]["batch_size"]
+        same_steps = max(10, math.ceil(n_rows / batch / 2))
+        for label, bs, steps in (("same_batch", batch, same_steps), ("batch_256", 256, steps_256)):
             out, wall, cpu, _ = run_child(
                 [str(OPACUS_PY), str(ROOT / "benchmarks" / "baselines" / "opacus_speed.py"),
-                 "--data", str(npz), "--mode", "ghost", "--batch-size", str(256),
-                 "--steps", str(steps_opacus), "--repeats", "1", "--threads", "1"])
-            res["opacus"].append(dict(round=r, **out))
-    steps_per_epoch = res["dp"][0]["steps"] / epochs
+                 "--data", str(npz), "--mode", "ghost", "--batch-size", str(bs),
+                 "--steps", str(steps), "--repeats", "1", "--threads", "1"])
+            res["opacus"].append(dict(round=r, setting=label, **out))
     res["dp_batch_size"] = res["dp"][0]["batch_size"]
+    res["dp_steps_per_epoch"] = res["dp"][0]["steps"] / epochs
+    res["n_rows"] = n_rows
     for dtype in ("float64", "float32"):
         rows = [row for row in res["dp"] if row["dtype"] == dtype]
         res[f"dp_{dtype}_cpu_per_epoch"] = median_interval([row["cpu"] / epochs for row in rows])
         res[f"dp_{dtype}_wall_per_epoch"] = median_interval([row["wall"] / epochs for row in rows])
-        if res["opacus"]:
-            # Opacus at batch 256 as in bench_epoch; per epoch = per step × n / 256
-            res[f"opacus_ghost_over_dp_{dtype}_cpu"] = median_interval([
-                (o["cpu_seconds_per_epoch"]) / (d["cpu"] / epochs)
-                for o, d in zip(res["opacus"], rows)])
-    if res["opacus"]:
-        res["opacus_ghost_cpu_per_epoch"] = median_interval(
-            [o["cpu_seconds_per_epoch"] for o in res["opacus"]])
-        res["opacus_steps_timed"] = steps_opacus
-    res["dp_steps_per_epoch"] = steps_per_epoch
-    res["n_rows"] = n_rows
+        for label in ("same_batch", "batch_256"):
+            ops = [o for o in res["opacus"] if o["setting"] == label]
+            if ops:  # paired by round: per epoch = CPU per step × n / batch
+                res[f"opacus_{label}_over_dp_{dtype}_cpu"] = median_interval([
+                    o["cpu_seconds_per_epoch"] / (d["cpu"] / epochs) for o, d in zip(ops, rows)])
+    for label in ("same_batch", "batch_256"):
+        ops = [o for o in res["opacus"] if o["setting"] == label]
+        if ops:
+            res[f"opacus_{label}_cpu_per_epoch"] = median_interval(
+                [o["cpu_seconds_per_epoch"] for o in ops])
+            res[f"opacus_{label}_steps_timed"] = ops[0]["steps_timed"]
     return res
 
 
@@ -600,23 +613,26 @@ def markdown(meta, res):
         p = res["purchase"]
         out += [f"## (b) dense {p['n_rows']:,} × 600, 100 classes, default learning rate, "
                 "vs Opacus ghost clipping", "",
-                f"`DPSGDClassifier(epsilon=1, epochs={p['epochs']})` (batch "
-                f"{p['dp_batch_size']}, default `learning_rate=\"auto\"`), CPU per epoch of the "
-                "whole fit; Opacus 1.6.0 ghost clipping on float32, batch 256, CPU per step × "
-                f"steps of an epoch ({p.get('opacus_steps_timed', '—')} steps timed), one torch "
-                "thread.", "",
-                "| input | DP CPU s / epoch | DP wall s / epoch | Opacus ghost CPU s / epoch | "
-                "Opacus / DP (CPU) |", "|---|---:|---:|---:|---|"]
+                f"`DPSGDClassifier(epsilon=1, epochs={p['epochs']})` (expected batch "
+                f"{p['dp_batch_size']}, default `learning_rate=\"auto\"`): CPU per epoch of the "
+                "whole fit (σ calibrated before). Opacus 1.6.0 ghost clipping (float32, one torch "
+                "thread): CPU per step × steps of an epoch, at the same expected batch "
+                f"({p.get('opacus_same_batch_steps_timed', '—')} steps timed) and at batch 256 "
+                f"as in `bench_epoch.py` ({p.get('opacus_batch_256_steps_timed', '—')} steps).",
+                "",
+                "| input | DP CPU s / epoch | DP wall s / epoch | Opacus (same batch) / DP, CPU "
+                "| Opacus (batch 256) / DP, CPU |", "|---|---:|---:|---|---|"]
         for dtype in ("float64", "float32"):
-            op = p.get("opacus_ghost_cpu_per_epoch")
+            cells = [fmt_iv(p.get(f"opacus_{label}_over_dp_{dtype}_cpu"))
+                     for label in ("same_batch", "batch_256")]
             out.append(f"| {dtype} | {p[f'dp_{dtype}_cpu_per_epoch']['median']:.3f} | "
-                       f"{p[f'dp_{dtype}_wall_per_epoch']['median']:.3f} | "
-                       f"{op['median']:.3f} | " if op else
-                       f"| {dtype} | {p[f'dp_{dtype}_cpu_per_epoch']['median']:.3f} | "
-                       f"{p[f'dp_{dtype}_wall_per_epoch']['median']:.3f} | — | ")
-            out[-1] += (fmt_iv(p[f"opacus_ghost_over_dp_{dtype}_cpu"]) + " |"
-                        if f"opacus_ghost_over_dp_{dtype}_cpu" in p else "— (no .venv-opacus) |")
-        out.append("")
+                       f"{p[f'dp_{dtype}_wall_per_epoch']['median']:.3f} | {cells[0]} | "
+                       f"{cells[1]} |")
+        ops = [f"{p[f'opacus_{label}_cpu_per_epoch']['median']:.3f} s ({name})"
+               for label, name in (("same_batch", "same batch"), ("batch_256", "batch 256"))
+               if f"opacus_{label}_cpu_per_epoch" in p]
+        out += ["", "Opacus CPU per epoch: " + (", ".join(ops) or "not run (no .venv-opacus)")
+                + ".", ""]
     if "cold" in res:
         c = res["cold"]
         out += ["## Cold whole fit: a fresh process, empty calibration cache, filled numba cache",
@@ -702,6 +718,8 @@ def main(argv=None):
     p.add_argument("--grid-repeats", type=int, default=None, help="search pairs (3)")
     p.add_argument("--b-epochs", type=float, default=None, help="epochs of the (b) DP fit (1)")
     p.add_argument("--sections", default="warm,purchase,cold,grid,calibration")
+    p.add_argument("--out", default=None,
+                   help="results stem under benchmarks/results (speed; speed_quick with --quick)")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child is not None:
@@ -736,7 +754,7 @@ def main(argv=None):
             t0 = time.perf_counter()
             res["purchase"] = purchase_section(folder, max(2, repeats // 2 + 1) if not q else 1,
                                                b_epochs, shapes["purchase"][0],
-                                               60 if q else 200)
+                                               40 if q else 200)
             print(f"  {time.perf_counter() - t0:.0f} s", flush=True)
         if "cold" in sections:
             print("[cold]", flush=True)
@@ -779,7 +797,7 @@ def main(argv=None):
     except OSError:
         pass
     RESULTS.mkdir(parents=True, exist_ok=True)
-    stem = "speed_quick" if q else "speed"
+    stem = args.out or ("speed_quick" if q else "speed")
     (RESULTS / f"{stem}.json").write_text(json.dumps(dict(meta=meta, **res), indent=1) + "\n")
     md = markdown(meta, res)
     (RESULTS / f"{stem}.md").write_text(md)
