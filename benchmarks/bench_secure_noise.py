@@ -14,9 +14,9 @@ Two parts, every figure a ratio secure / default measured in the same run:
   ``DPSGDClassifier`` on Adult (adult.data after
   ``make_adult_preprocessor``, batch "auto", 5 epochs); ``DPSGDClassifier``
   on ``make_purchase_like`` 50,000 × 600, 100 classes (problem (b) of
-  ``bench_speed.py`` at a quarter of its rows), 1 epoch, batch 256, momentum
+  ``bench_epoch.py`` at a quarter of its rows), 1 epoch, batch 256, momentum
   0.9; ``DPSGDClassifier`` on the CSR click-log problem (c) of
-  ``bench_speed.py`` at 50,000 × 1,000,000 (40 non-zeros per row), 1 epoch,
+  ``bench_epoch.py`` at 50,000 × 1,000,000 (40 non-zeros per row), 1 epoch,
   batch 256, momentum 0 (the lazy-noise path); ``MLPFeatureDP`` (600 → 100
   ReLU → 100, ``method="dp"``) on ``make_purchase_like`` 10,000 × 600,
   1 epoch, batch 256. All with a given σ = 1, C = 1 and the RDP accountant
@@ -51,7 +51,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from _common import library_fingerprint  # noqa: E402
-from bench_speed import adult, click_log, purchase  # noqa: E402  (same problems)
+from bench_epoch import adult, click_log, purchase  # noqa: E402  (same problems)
 
 import sklearn_fdp  # noqa: E402
 from sklearn_fdp import DPSGDClassifier  # noqa: E402

@@ -1,42 +1,58 @@
 #!/usr/bin/env python
-"""Speed and memory of a DP-SGD epoch for linear models, side by side in one run.
+"""Speed as users feel it: the whole public ``fit`` against scikit-learn, warm and cold.
 
-Problems (batch 256 throughout):
+Every timed run happens in a child process started with
+``OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = MKL_NUM_THREADS = NUMBA_NUM_THREADS = 1``
+(set before any import), so both sides use one BLAS / numba thread. CPU is the
+child's process time (``resource.getrusage(RUSAGE_SELF)``, user + system, every
+thread of the process: a noise thread, if any, is counted), wall is
+``time.perf_counter``. Sections:
 
-* (a) Adult, 32,561 x 105 after ``make_adult_preprocessor`` (dense, binary);
-* (b) ``make_purchase_like``: dense 200,000 x 600, 100 classes (float64 and float32);
-* (c) CSR 200,000 x 1,000,000, 40 non-zeros per row (one per field of 40
-  one-hot fields of 25,000 values each, values Zipf-distributed within a
-  field, rows scaled to norm 1), binary labels from a sparse logistic model.
+1. **Warm whole fit**, paired and interleaved: one child per case loads the data,
+   fits every method once (numba kernels loaded, σ calibrated and kept in the
+   process's cache), then runs ``--repeats`` rounds, each fitting every method
+   once in turn (the order alternates between rounds). Ratios are medians of the
+   per-round ratios, with a distribution-free ~90 % interval of that median
+   (order statistics of the binomial; the full range when there are too few
+   rounds for one). Cases: (a) Adult, default ``DPSGDClassifier(epsilon=1)`` vs
+   ``SGDClassifier`` (log loss, ``max_iter`` = the same 10 epochs, ``tol=None``)
+   and ``LogisticRegression``; (c) CSR 200,000 × 1,000,000, 40 non-zeros a row,
+   default momentum (and ``momentum=0`` for reference) vs ``SGDClassifier``;
+   (f) Adult as a DataFrame, ``FeatureDPLogisticRegression(method="alg1")`` with
+   the protected columns of the other Adult benchmarks vs ``DPSGDClassifier``.
+2. **(b) dense 200,000 × 600, 100 classes**, default learning rate, vs Opacus
+   ghost clipping (``baselines/opacus_speed.py`` in ``.venv-opacus``, CPU, one
+   torch thread): per epoch, from a ``DPSGDClassifier(epochs=--b-epochs)`` fit
+   and from Opacus's steady-state CPU per step × steps of an epoch, Opacus at
+   the DP fit's expected batch and at batch 256 (``bench_epoch.py``'s); DP and
+   Opacus children alternate round by round.
+3. **Cold whole fit**: fresh interpreters, alternately
+   ``DPSGDClassifier(epsilon=1).fit`` and ``SGDClassifier.fit`` on Adult (read
+   from an ``.npz`` by numpy in both), each with an empty calibration cache
+   (``SKLEARN_FDP_CACHE_DIR`` = a new temporary folder) and a filled numba cache
+   (one discarded warm-up process of each first). CPU of the whole process
+   (``RUSAGE_CHILDREN`` in the parent: interpreter start, imports, everything)
+   and wall, and the split measured inside the child: data load, imports,
+   calibration (``privacy_plan``), fit. Also how many numba kernels a cold
+   ``DPSGDClassifier`` fit loads (``NUMBA_DEBUG_CACHE``).
+4. **GridSearchCV(n_jobs=2)**, 12 candidates, 5 folds, over ``DPSGDClassifier``
+   vs over ``SGDClassifier`` on Adult: fresh processes (empty calibration
+   cache), alternately; CPU summed over the parent and its loky workers (the
+   executor is shut down, so the workers are reaped into ``RUSAGE_CHILDREN``).
+   And the **per-worker overhead**: a fresh one-worker loky executor runs a
+   trivial task, then imports and a tiny fit (σ given, so no calibration), with
+   the worker's own CPU at each point.
+5. **Calibration**: σ for every (ε, q, T) of the README demo and these
+   benchmarks, each ``privacy_plan`` timed (CPU) in one process with an empty
+   calibration cache, after a throwaway plan that pays the import of
+   dp-accounting; with the PLD ε the calibrated σ verifies.
 
-Methods, per epoch (``ceil(n / 256)`` steps):
-
-* ``engine_dp``: sklearn_fdp's engine (``run_dp_sgd`` with the linear oracle),
-  σ = 1, C = 1, the DPSGDClassifier defaults for (a), (b) (momentum 0.9, tail
-  averaging); for (c) momentum 0 (the setting that enables lazy noise);
-* ``engine_nonprivate``: the same engine and configuration with clipping and
-  noise off (C = ∞, σ = 0);
-* ``estimator_dp``: ``DPSGDClassifier(noise_multiplier=1, epochs=1).fit``
-  (validation, accounting and all; for information);
-* ``sgdclassifier``: scikit-learn's ``SGDClassifier`` (log loss, one epoch,
-  non-private; one-vs-rest over 100 classes on (b), so (b) is timed on its
-  first 20,000 rows and scaled by 10);
-* ``numpy_dp``: a plain vectorised numpy DP-SGD (gather, residuals,
-  per-example norms ``‖x‖‖r‖``, clip, ``Xᵀ R``, dense noise, momentum step);
-* ``opacus_hooks`` / ``opacus_ghost``: Opacus 1.6.0 on CPU (a, b), run in
-  ``.venv-opacus`` by ``baselines/opacus_speed.py``.
-
-Methods slower than a few seconds per epoch are timed on a fixed number of
-steps (``steps_timed`` in the JSON) and scaled to an epoch. Every figure is
-the median of ``--repeats`` (default 5) after one warm-up. Everything runs
-single-threaded (BLAS, torch, numba), one method at a time.
-
-Also: peak traced memory of ``DPSGDClassifier.fit`` on (b) and (c)
-(``tracemalloc``: numpy and scipy allocations), the time of (b)'s matrix
-products alone (the GEMM floor) with GFLOP/s, and the compile cache check
-(two fresh processes each fitting a tiny model).
-
-Writes ``benchmarks/results/speed.json`` and ``speed.md``.
+The machine's load average is recorded at start and end. ``--quick`` shrinks
+the problems (CSR 20,000 × 100,000, (b) 20,000 rows) and the repeats, to check
+that everything runs. Writes ``benchmarks/results/speed.json`` and ``speed.md``
+(``speed_quick.*`` with ``--quick``; ``--out STEM`` for another name, e.g. with
+``--sections``). The per-epoch figures of the training loop alone are
+``bench_epoch.py``. A full run takes about 6-8 minutes on an idle 2-core machine.
 """
 
 import os
@@ -49,50 +65,84 @@ import json  # noqa: E402
 import math  # noqa: E402
 import pathlib  # noqa: E402
 import platform  # noqa: E402
+import resource  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
-import tracemalloc  # noqa: E402
-import warnings  # noqa: E402
-
-import numpy as np  # noqa: E402
-import scipy.sparse as sp  # noqa: E402
-from scipy.special import expit, softmax  # noqa: E402
-from sklearn.exceptions import ConvergenceWarning  # noqa: E402
-from sklearn.linear_model import SGDClassifier  # noqa: E402
-
-import sklearn_fdp  # noqa: E402
-from sklearn_fdp import DPSGDClassifier  # noqa: E402
-from sklearn_fdp._engine import EngineConfig, LinearGradientOracle, LinearLoss, run_dp_sgd  # noqa: E402
-from sklearn_fdp.datasets import load_adult, make_adult_preprocessor, make_purchase_like  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 OPACUS_PY = ROOT / ".venv-opacus" / "bin" / "python"
-BATCH = 256
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+EPOCHS = 10  # DPSGDClassifier's default; SGDClassifier runs the same number
+ADULT_PROTECTED_NAMES = ("sex", "race", "marital-status", "relationship", "capital-gain",
+                         "capital-loss")  # sklearn_fdp.datasets.ADULT_PROTECTED
 
 
-# -- data ---------------------------------------------------------------------
+def cpu_now():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
-def adult():
-    X_train, y_train, _, _ = load_adult(return_X_y=True)
-    X = make_adult_preprocessor(scale_rows="l2").fit_transform(X_train)
-    X = np.ascontiguousarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
-    return X, np.asarray(y_train).astype(np.intp)
+def cpu_children():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
-def purchase(n):
-    X, y = make_purchase_like(n_samples=n, n_features=600, n_classes=100, random_state=0)
-    return np.ascontiguousarray(X, dtype=np.float64), np.asarray(y, dtype=np.intp)
+def child_env(**extra):
+    env = {**os.environ, **{v: "1" for v in THREAD_VARS}, "PYTHONWARNINGS": "ignore",
+           "PYTHONPATH": str(ROOT)}
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def run_child(argv, **env):
+    """Run a child Python; return (its last stdout line as JSON, wall, CPU incl. its children)."""
+    c0, w0 = cpu_children(), time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=child_env(**env))
+    wall, cpu = time.perf_counter() - w0, cpu_children() - c0
+    if done.returncode != 0:
+        raise SystemExit(f"child {argv[1:4]} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
+    return (json.loads(lines[-1]) if lines else {}), wall, cpu, done.stderr
+
+
+def self_child(spec, **env):
+    return run_child([sys.executable, str(pathlib.Path(__file__).resolve()), "--child",
+                      json.dumps(spec)], **env)
+
+
+def median_interval(values, level=0.90):
+    """Median and a distribution-free interval for it (order statistics, binomial)."""
+    v = sorted(values)
+    n = len(v)
+    med = float(v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2]))
+    # the largest j with P(Binomial(n, 1/2) < j) <= (1 - level) / 2: [v_j, v_{n-j+1}]
+    cdf, j = 0.0, 0
+    for i in range(n + 1):
+        p = math.comb(n, i) / 2**n
+        if cdf + p > (1 - level) / 2:
+            break
+        cdf += p
+        j = i + 1
+    lo, hi = (v[j - 1], v[n - j]) if j >= 1 else (v[0], v[-1])
+    return dict(median=med, low=float(lo), high=float(hi), n=n,
+                level=level if j >= 1 else None)
+
+
+# -- data (written once by the parent, read by the children) --------------------
 
 
 def click_log(n, n_fields=40, field_size=25_000, seed=0):
-    """One-hot click-log stand-in: one value per field, Zipf within a field."""
+    """One-hot click-log stand-in (as bench_epoch.py): one value per field, Zipf within a field."""
+    import numpy as np
+    import scipy.sparse as sp
+    from scipy.special import expit
+
     rng = np.random.default_rng(seed)
     ranks = np.minimum(rng.zipf(1.3, size=(n, n_fields)) - 1, field_size - 1)
-    perm = rng.permutation(field_size)  # popular values are not the low column ids
+    perm = rng.permutation(field_size)
     cols = (perm[ranks] + field_size * np.arange(n_fields)).astype(np.int32)
     cols.sort(axis=1)
     data = np.full(n * n_fields, 1.0 / math.sqrt(n_fields))
@@ -103,370 +153,655 @@ def click_log(n, n_fields=40, field_size=25_000, seed=0):
     return X, y
 
 
-# -- timing helpers -----------------------------------------------------------
+def write_data(folder, quick):
+    import numpy as np
+    import scipy.sparse as sp
+
+    from sklearn_fdp.datasets import load_adult, make_adult_preprocessor, make_purchase_like
+
+    X_train, y_train, _, _ = load_adult(return_X_y=True)
+    pre = make_adult_preprocessor().fit(X_train)
+    X = pre.transform(X_train)
+    X = np.ascontiguousarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
+    np.savez(folder / "adult.npz", X=X, y=np.asarray(y_train),
+             columns=np.array([str(c) for c in pre.get_feature_names_out()]))
+    n_c, field = (20_000, 2_500) if quick else (200_000, 25_000)
+    Xc, yc = click_log(n_c, field_size=field)
+    sp.save_npz(folder / "csr_X.npz", Xc)
+    np.save(folder / "csr_y.npy", yc)
+    n_b = 20_000 if quick else 200_000
+    Xb, yb = make_purchase_like(n_samples=n_b, n_features=600, n_classes=100, random_state=0)
+    np.save(folder / "purchase_X.npy", np.ascontiguousarray(Xb, dtype=np.float64))
+    np.save(folder / "purchase_y.npy", np.asarray(yb, dtype=np.intp))
+    return dict(adult=list(X.shape), csr=list(Xc.shape), csr_nnz=int(Xc.nnz),
+                purchase=[n_b, 600, 100])
 
 
-def median_time(fn, repeats):
-    fn()  # warm-up (compilation, caches)
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times)), times
+# -- children ---------------------------------------------------------------------
 
 
-def interleaved(fns, repeats):
-    """Median seconds of each callable, timed round-robin after one warm-up each.
+def _load(folder, name):
+    import numpy as np
+    import scipy.sparse as sp
 
-    Every round runs every method once, so a change in the machine's load
-    hits them alike; ``rounds`` keeps the per-round times, from which paired
-    ratios are taken.
-    """
-    for fn in fns.values():
-        fn()
-    rounds = []
-    for _ in range(repeats):
-        times = {}
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            times[name] = time.perf_counter() - t0
-        rounds.append(times)
-    return {name: float(np.median([r[name] for r in rounds])) for name in fns}, rounds
+    folder = pathlib.Path(folder)
+    if name == "adult":
+        d = np.load(folder / "adult.npz")
+        return d["X"], d["y"], [str(c) for c in d["columns"]]
+    if name == "csr":
+        return sp.load_npz(folder / "csr_X.npz").tocsr(), np.load(folder / "csr_y.npy"), None
+    return np.load(folder / "purchase_X.npy"), np.load(folder / "purchase_y.npy"), None
 
 
-def paired_ratio(rounds, num, den, scale_num=1.0, scale_den=1.0):
-    """Median over rounds of ``(num * scale_num) / (den * scale_den)``."""
-    return float(np.median([r[num] * scale_num / (r[den] * scale_den) for r in rounds]))
+def _methods(case, X, y, columns):
+    """name -> callable(seed) fitting one model, for a warm case."""
+    import warnings
 
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression, SGDClassifier
 
-def epoch_steps(n):
-    return math.ceil(n / BATCH)
+    from sklearn_fdp import DPSGDClassifier, FeatureDPLogisticRegression
 
-
-def engine_epoch(X, y, dp, momentum, steps=None):
-    """A callable running one epoch (or ``steps`` steps) of the engine."""
-    n = X.shape[0]
-    k = len(np.unique(y))
-    loss = LinearLoss("log_loss", 1 if k == 2 else k)
-    y_enc = loss.encode(y)
-    oracle = LinearGradientOracle(X, y_enc, loss, True, 1.0 if dp else np.inf)
-    T = steps or epoch_steps(n)
-    cfg = EngineConfig(steps=T, sampling_rate=BATCH / n, noise_multiplier=1.0 if dp else 0.0,
-                       max_grad_norm=1.0 if dp else np.inf, learning_rate=0.1,
-                       momentum=momentum, average_start=T // 2)
-    theta0 = np.zeros((X.shape[1] + 1, loss.n_outputs), dtype=X.dtype)
-    seed = [0]
-
-    def run():
-        seed[0] += 1
-        run_dp_sgd(theta0, oracle, n, cfg, sample_rng=np.random.default_rng([seed[0], 0]),
-                   noise_rng=np.random.default_rng([seed[0], 1]))
-    return run, T
-
-
-def estimator_fit(X, y, momentum):
-    est = DPSGDClassifier(epsilon=None, noise_multiplier=1.0, delta=0.1 / X.shape[0], epochs=1,
-                          batch_size=BATCH, momentum=momentum, learning_rate=0.1,
-                          random_state=0)
-    return lambda: est.fit(X, y)
-
-
-def sgd_fit(X, y):
-    est = SGDClassifier(loss="log_loss", max_iter=1, tol=None, learning_rate="constant",
-                        eta0=0.01, shuffle=True, random_state=0)
-
-    def run():
+    def sgd(seed):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            est.fit(X, y)
-    return run
+            SGDClassifier(loss="log_loss", max_iter=EPOCHS, tol=None, random_state=seed).fit(X, y)
+
+    def dp(seed, **kw):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # PerformanceWarning of momentum on wide CSR
+            DPSGDClassifier(epsilon=1.0, random_state=seed, **kw).fit(X, y)
+
+    if case == "adult":
+        return dict(DPSGDClassifier=dp, SGDClassifier=sgd,
+                    LogisticRegression=lambda s: LogisticRegression().fit(X, y))
+    if case == "csr":
+        return {"DPSGDClassifier": dp, "SGDClassifier": sgd,
+                "DPSGDClassifier(momentum=0)": lambda s: dp(s, momentum=0.0)}
+    if case == "fdp":
+        import pandas as pd
+
+        df = pd.DataFrame(X, columns=columns)
+
+        def fdp(seed):
+            FeatureDPLogisticRegression(private_features=list(ADULT_PROTECTED_NAMES),
+                                        label_public=True, method="alg1", epsilon=1.0,
+                                        random_state=seed).fit(df, y)
+
+        def dp_df(seed):
+            DPSGDClassifier(epsilon=1.0, random_state=seed).fit(df, y)
+        return {"FeatureDPLogisticRegression(alg1)": fdp, "DPSGDClassifier": dp_df}
+    raise ValueError(case)
 
 
-def numpy_dp(X, y, momentum, steps):
-    """Plain vectorised numpy DP-SGD: the per-example-gradient baseline."""
-    n, d = X.shape
-    classes = np.unique(y)
-    k = 1 if len(classes) == 2 else len(classes)
-    dtype = X.dtype
-    sparse = sp.issparse(X)
-    x_norm_sq = (np.asarray(X.multiply(X).sum(1)).ravel() if sparse
-                 else np.einsum("ij,ij->i", X, X)) + 1.0
-    q, C, sigma, lr = BATCH / n, 1.0, 1.0, 0.1
-
-    def run():
-        rng = np.random.default_rng(1)
-        W = np.zeros((d, k), dtype=dtype)
-        b = np.zeros(k, dtype=dtype)
-        vW, vb = np.zeros_like(W), np.zeros_like(b)
-        for _ in range(steps):
-            idx = np.flatnonzero(rng.random(n) < q)
-            Xb = X[idx]
-            Z = np.asarray(Xb @ W) + b
-            if k == 1:
-                R = expit(Z) - y[idx, None]
-            else:
-                R = softmax(Z, axis=1)
-                R[np.arange(len(idx)), y[idx]] -= 1.0
-            norms = np.sqrt(x_norm_sq[idx] * (R * R).sum(1))
-            R *= np.minimum(1.0, C / np.maximum(norms, 1e-12))[:, None].astype(dtype)
-            gW = np.asarray(Xb.T @ R) + sigma * C * rng.standard_normal((d, k), dtype=dtype)
-            gb = R.sum(0) + sigma * C * rng.standard_normal(k, dtype=dtype)
-            vW *= momentum
-            vW += gW / (q * n)
-            vb *= momentum
-            vb += gb / (q * n)
-            W -= lr * vW
-            b -= lr * vb
-    return run
+def child_warm(spec):
+    X, y, columns = _load(spec["data"], spec["data_name"])
+    methods = _methods(spec["case"], X, y, columns)
+    for fn in methods.values():  # warm-up: kernels loaded, σ calibrated and cached
+        fn(0)
+    names = list(methods)
+    rounds = []
+    for r in range(spec["repeats"]):
+        order = names if r % 2 == 0 else names[::-1]
+        cpu, wall = {}, {}
+        for name in order:
+            c0, w0 = cpu_now(), time.perf_counter()
+            methods[name](r + 1)
+            cpu[name], wall[name] = cpu_now() - c0, time.perf_counter() - w0
+        rounds.append(dict(cpu=cpu, wall=wall))
+    print(json.dumps(dict(rounds=rounds, methods=names)))
 
 
-def opacus(X, y, mode, steps, repeats):
-    if not OPACUS_PY.exists():
-        return None
-    k = len(np.unique(y))
-    with tempfile.TemporaryDirectory() as tmp:
-        path = pathlib.Path(tmp) / "data.npz"
-        np.savez(path, X=X.astype(np.float32), y=y, k=1 if k == 2 else k)
-        out = subprocess.run(
-            [str(OPACUS_PY), str(ROOT / "benchmarks" / "baselines" / "opacus_speed.py"),
-             "--data", str(path), "--mode", mode, "--batch-size", str(BATCH),
-             "--steps", str(steps), "--repeats", str(repeats), "--threads", "1"],
-            capture_output=True, text=True, check=True, env={**os.environ, "PYTHONWARNINGS": "ignore"},
-        )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+def child_purchase(spec):
+    import numpy as np
+
+    from sklearn_fdp import DPSGDClassifier
+
+    X, y, _ = _load(spec["data"], "purchase")
+    X = X.astype(spec["dtype"])
+    est = DPSGDClassifier(epsilon=1.0, epochs=spec["epochs"], random_state=spec["seed"])
+    est.privacy_plan(*X.shape)  # calibration out of the timed fit (as when warm)
+    small = np.random.default_rng(0).choice(len(y), 2_000, replace=False)
+    DPSGDClassifier(epsilon=None, noise_multiplier=1.0, epochs=0.2, random_state=0).fit(
+        X[small], y[small])  # loads the kernels for this dtype
+    c0, w0 = cpu_now(), time.perf_counter()
+    est.fit(X, y)
+    cpu, wall = cpu_now() - c0, time.perf_counter() - w0
+    print(json.dumps(dict(cpu=cpu, wall=wall, epochs=spec["epochs"], steps=int(est.steps_),
+                          batch_size=int(est.batch_size_),
+                          learning_rate=float(est.learning_rate_))))
 
 
-def peak_memory(fn):
-    tracemalloc.start()
-    fn()
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return peak
+# the cold processes run this code (``python -c``), so that nothing else is imported
+COLD_CODE = r"""
+import time, resource, json
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF); return r.ru_utime + r.ru_stime
+marks = [("start", cpu(), time.perf_counter())]
+import numpy as np
+d = np.load({data!r}); X, y = d["X"], d["y"]
+marks.append(("data", cpu(), time.perf_counter()))
+if {dp!r}:
+    from sklearn_fdp import DPSGDClassifier
+    marks.append(("imports", cpu(), time.perf_counter()))
+    est = DPSGDClassifier(epsilon=1.0, random_state=0)
+    est.privacy_plan(*X.shape)
+    marks.append(("calibration", cpu(), time.perf_counter()))
+    est.fit(X, y)
+    marks.append(("fit", cpu(), time.perf_counter()))
+else:
+    import warnings
+    from sklearn.linear_model import SGDClassifier
+    marks.append(("imports", cpu(), time.perf_counter()))
+    marks.append(("calibration", cpu(), time.perf_counter()))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        SGDClassifier(loss="log_loss", max_iter={epochs}, tol=None, random_state=0).fit(X, y)
+    marks.append(("fit", cpu(), time.perf_counter()))
+import sys
+split = {{b[0]: dict(cpu=b[1] - a[1], wall=b[2] - a[2]) for a, b in zip(marks, marks[1:])}}
+print(json.dumps(dict(split=split, cpu_at_start=marks[0][1],
+                      modules=sorted({{m.split(".")[0] for m in sys.modules}}))))
+"""
 
 
-def gemm_floor(X, k, steps, repeats):
-    """Time of an epoch's matrix products alone: Xb @ W and Xbᵀ @ Z on gathered batches."""
-    n, d = X.shape
-    rng = np.random.default_rng(0)
-    batches = [X[np.sort(rng.choice(n, BATCH, replace=False))] for _ in range(8)]
-    W = np.zeros((d, k), dtype=X.dtype)
-
-    def run():
-        for t in range(steps):
-            Xb = batches[t % 8]
-            Z = Xb @ W
-            Xb.T @ Z
-    secs, _ = median_time(run, repeats)
-    flops = steps * 2 * (2.0 * BATCH * d * k)
-    return secs, flops
-
-
-def compile_cache_check():
-    """Two fresh processes fit a tiny model; the second must load every kernel from disk."""
-    code = (
-        "import time; t0 = time.perf_counter()\n"
-        "import numpy as np, scipy.sparse as sp\n"
-        "from sklearn_fdp import DPSGDClassifier\n"
-        "t1 = time.perf_counter()\n"
-        "X = np.random.default_rng(0).normal(size=(200, 5)); y = (X[:, 0] > 0).astype(int)\n"
-        "DPSGDClassifier(epsilon=None, noise_multiplier=1.0, epochs=1, random_state=0).fit(X, y)\n"
-        "DPSGDClassifier(epsilon=None, noise_multiplier=1.0, epochs=1, momentum=0, "
-        "random_state=0)"
-        ".fit(sp.csr_matrix(X), y)\n"
-        "print(t1 - t0, time.perf_counter() - t1)\n"
-    )
-    outputs = []
-    with tempfile.TemporaryDirectory() as cache_dir:  # an empty cache: the first run compiles
-        env = {**os.environ, "NUMBA_DEBUG_CACHE": "1", "NUMBA_CACHE_DIR": cache_dir}
-        for _ in range(2):
-            out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                 check=True, env=env, cwd=ROOT)
-            outputs.append(out.stdout.splitlines())
-    runs = []
-    for lines in outputs:
-        imp, fit = map(float, lines[-1].split())
-        runs.append(dict(import_seconds=imp, fit_seconds=fit,
-                         kernels_compiled_and_saved=sum("data saved to" in ln for ln in lines),
-                         kernels_loaded_from_cache=sum("data loaded from" in ln for ln in lines)))
-    return runs
+GRID_CODE = r"""
+import time, resource, json, warnings
+warnings.simplefilter("ignore")
+def cpu(who):
+    r = resource.getrusage(who); return r.ru_utime + r.ru_stime
+import numpy as np
+d = np.load({data!r}); X, y = d["X"], d["y"]
+from sklearn.model_selection import GridSearchCV
+from joblib.externals.loky import get_reusable_executor
+if {dp!r}:
+    from sklearn_fdp import DPSGDClassifier
+    est = DPSGDClassifier(epsilon=1.0, random_state=0)
+    grid = dict(learning_rate=["auto", 0.03, 0.3, 3.0], momentum=[0.0, 0.5, 0.9])
+else:
+    from sklearn.linear_model import SGDClassifier
+    est = SGDClassifier(loss="log_loss", max_iter={epochs}, tol=None, learning_rate="constant",
+                        random_state=0)
+    grid = dict(eta0=[0.003, 0.01, 0.03, 0.1], alpha=[1e-5, 1e-4, 1e-3])
+s0, c0, w0 = cpu(resource.RUSAGE_SELF), cpu(resource.RUSAGE_CHILDREN), time.perf_counter()
+search = GridSearchCV(est, grid, n_jobs=2, cv=5).fit(X, y)
+get_reusable_executor().shutdown(wait=True)
+wall = time.perf_counter() - w0
+parent, workers = cpu(resource.RUSAGE_SELF) - s0, cpu(resource.RUSAGE_CHILDREN) - c0
+print(json.dumps(dict(parent_cpu=parent, workers_cpu=workers, wall=wall,
+                      candidates=len(search.cv_results_["params"]),
+                      best_score=float(search.best_score_))))
+"""
 
 
-# -- the benchmark ------------------------------------------------------------
+WORKER_CODE = r"""
+import json, resource, time
+from joblib.externals.loky import get_reusable_executor
 
-
-def bench_problem(name, X, y, *, momentum, repeats, slow_steps, opacus_steps, with_opacus,
-                  sgd_rows=None):
-    n = X.shape[0]
-    T = epoch_steps(n)
-    row = dict(problem=name, n=n, d=X.shape[1], classes=int(len(np.unique(y))),
-               dtype=str(X.dtype), sparse=sp.issparse(X), batch_size=BATCH, steps_per_epoch=T,
-               momentum=momentum)
-    print(f"[{name}] engine, numpy, sklearn (interleaved)", flush=True)
-    steps = min(T, slow_steps)
-    sgd_X, sgd_y = (X, y) if sgd_rows is None or sgd_rows >= n else (X[:sgd_rows], y[:sgd_rows])
-    fns = dict(engine_dp=engine_epoch(X, y, True, momentum)[0],
-               engine_nonprivate=engine_epoch(X, y, False, momentum)[0],
-               estimator_dp=estimator_fit(X, y, momentum),
-               numpy_dp=numpy_dp(X, y, momentum, steps),
-               sgdclassifier=sgd_fit(sgd_X, sgd_y))
-    med, rounds = interleaved(fns, repeats)
-    scale = dict(numpy_dp=T / steps, sgdclassifier=n / sgd_X.shape[0])
-    for key, value in med.items():
-        row[key] = value * scale.get(key, 1.0)
-    row["rounds"] = rounds
-    row["numpy_dp_steps_timed"] = steps
-    if sgd_X.shape[0] < n:
-        row["sgdclassifier_rows_timed"] = sgd_X.shape[0]
-    row["paired"] = dict(
-        dp_over_nonprivate=paired_ratio(rounds, "engine_dp", "engine_nonprivate"),
-        dp_over_sgdclassifier=paired_ratio(rounds, "engine_dp", "sgdclassifier",
-                                           scale_den=scale["sgdclassifier"]),
-    )
-    if with_opacus:
-        for mode in ("ghost", "hooks"):
-            print(f"[{name}] opacus {mode}", flush=True)
-            res = opacus(X, y, mode, min(T, opacus_steps[mode]), repeats)
-            if res is not None:
-                row[f"opacus_{mode}"] = res["seconds_per_epoch"]
-                row[f"opacus_{mode}_steps_timed"] = res["steps_timed"]
-    return row
-
-
-def ratios(row):
-    # DP vs its non-private twin and vs SGDClassifier: paired within rounds.
-    r = dict(row["paired"], numpy_dp_over_dp=row["numpy_dp"] / row["engine_dp"])
-    for mode in ("ghost", "hooks"):
-        if f"opacus_{mode}" in row:
-            r[f"opacus_{mode}_over_dp"] = row[f"opacus_{mode}"] / row["engine_dp"]
-    return r
-
-
-def markdown(meta, rows, extra):
-    out = ["# Speed of a DP-SGD epoch (linear models, batch 256)", "",
-           f"Generated by `benchmarks/bench_speed.py` on {meta['date']} "
-           f"({meta['machine']}; single-threaded; median of {meta['repeats']} after a warm-up). "
-           "Seconds per epoch. The engine (DP and non-private), `DPSGDClassifier.fit`, numpy "
-           "DP-SGD and SGDClassifier are timed round-robin, and the DP / non-private and "
-           "DP / SGDClassifier ratios are medians of per-round ratios, so that a change in the "
-           "machine's load hits both sides alike. Load average during the run: "
-           f"{meta.get('load', '?')}.", "",
-           "| problem | engine DP | engine non-private | DP / non-private | DPSGDClassifier.fit "
-           "| SGDClassifier | DP / SGDClassifier | numpy DP-SGD | Opacus ghost | Opacus hooks "
-           "| Opacus ghost / DP | Opacus hooks / DP |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for row in rows:
-        r = row["ratios"]
-
-        def f(key, fmt="{:.3g}"):
-            return fmt.format(row[key]) if key in row else "—"
-
-        def g(key, fmt="{:.2f}×"):
-            return fmt.format(r[key]) if key in r else "—"
-        out.append(f"| {row['problem']} | {f('engine_dp')} | {f('engine_nonprivate')} | "
-                   f"{g('dp_over_nonprivate')} | {f('estimator_dp')} | {f('sgdclassifier')} | "
-                   f"{g('dp_over_sgdclassifier')} | {f('numpy_dp')} | {f('opacus_ghost')} | "
-                   f"{f('opacus_hooks')} | {g('opacus_ghost_over_dp', '{:.1f}×')} | "
-                   f"{g('opacus_hooks_over_dp', '{:.1f}×')} |")
-    partial = []
-    for row in rows:
-        parts = [f"{m} on {row[m + '_steps_timed']} steps" for m in ("numpy_dp", "opacus_ghost",
-                                                                    "opacus_hooks")
-                 if row.get(m + "_steps_timed", row["steps_per_epoch"]) < row["steps_per_epoch"]]
-        if "sgdclassifier_rows_timed" in row:
-            parts.append(f"SGDClassifier on {row['sgdclassifier_rows_timed']:,} rows")
-        if parts:
-            partial.append(f"{row['problem']}: " + ", ".join(parts))
-    if partial:
-        out += ["", "Timed on part of an epoch and scaled to a whole one (steady-state time "
-                "per step × steps per epoch, or per row × rows): " + "; ".join(partial) + ".", ""]
+def probe(what):
+    import resource, time
+    def cpu():
+        r = resource.getrusage(resource.RUSAGE_SELF); return r.ru_utime + r.ru_stime
+    out = dict(at_task=cpu())
+    if what == "trivial":
+        return out
+    import numpy as np
+    X = np.random.default_rng(0).normal(size=(500, 105)); y = (X[:, 0] > 0).astype(int)
+    if what == "sklearn_fdp":
+        from sklearn_fdp import DPSGDClassifier
+        out["after_import"] = cpu()
+        DPSGDClassifier(epsilon=None, noise_multiplier=1.0, epochs=1, random_state=0).fit(X, y)
     else:
+        from sklearn.linear_model import SGDClassifier
+        out["after_import"] = cpu()
+        SGDClassifier(loss="log_loss", max_iter=1, tol=None, random_state=0).fit(X, y)
+    out["after_first_fit"] = cpu()
+    return out
+
+res = {{}}
+for what in ("trivial", "sklearn_fdp", "sklearn"):
+    w0 = time.perf_counter()
+    ex = get_reusable_executor(max_workers=1, kill_workers=True)
+    res[what] = ex.submit(probe, what).result()
+    res[what]["wall"] = time.perf_counter() - w0
+    ex.shutdown(wait=True)
+print(json.dumps(res))
+"""
+
+
+CALIBRATION_CODE = r"""
+import json, re, resource, time, warnings
+warnings.simplefilter("ignore")
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF); return r.ru_utime + r.ru_stime
+from sklearn_fdp import DPSGDClassifier, FeatureDPLogisticRegression
+from sklearn_fdp import accounting
+c0 = cpu()
+DPSGDClassifier(epsilon=0.77, delta=1e-6).privacy_plan(1234, 5)   # throwaway: imports dp-accounting
+first = cpu() - c0
+rows = []
+for label, kind, eps, n, d, names in {configs!r}:
+    if kind == "dpsgd":
+        est = DPSGDClassifier(epsilon=eps)
+    else:
+        est = FeatureDPLogisticRegression(private_features=names[1], label_public=True,
+                                          method="alg1", epsilon=eps)
+    c0, w0 = cpu(), time.perf_counter()
+    plan = est.privacy_plan(n, d, feature_names=None if names is None else names[0])
+    c, w = cpu() - c0, time.perf_counter() - w0
+    pld = accounting.epsilon_of_event(plan.dp_event, plan.delta, accountant="pld")
+    text = repr(plan.dp_event)
+    q = re.search(r"sampling_probability=([0-9.e-]+)", text)
+    T = re.search(r"count=([0-9]+)", text)
+    rows.append(dict(label=label, estimator=kind, epsilon=eps, n=n, d=d, delta=plan.delta,
+                     q=float(q.group(1)) if q else None, steps=int(T.group(1)) if T else None,
+                     sigma=plan.noise_multiplier, cpu=c, wall=w, accountant=plan.accountant,
+                     plan_epsilon=plan.epsilon, pld_epsilon=pld,
+                     event=repr(plan.dp_event)[:300]))
+print(json.dumps(dict(first_plan_cpu=first, rows=rows)))
+"""
+
+
+# -- sections ------------------------------------------------------------------------
+
+
+def warm_case(case, data_name, folder, repeats):
+    out, wall, cpu, _ = self_child(dict(kind="warm", case=case, data_name=data_name,
+                                        data=str(folder), repeats=repeats))
+    rounds, names = out["rounds"], out["methods"]
+    base = names[1]  # the reference each case compares against (second method)
+    res = dict(methods=names, reference=base, rounds=rounds, child_wall=wall, child_cpu=cpu,
+               median_cpu={m: median_interval([r["cpu"][m] for r in rounds])["median"]
+                           for m in names},
+               median_wall={m: median_interval([r["wall"][m] for r in rounds])["median"]
+                            for m in names}, ratios={})
+    for m in names:
+        for other in names:
+            if m == other:
+                continue
+            res["ratios"][f"{m} / {other}"] = dict(
+                cpu=median_interval([r["cpu"][m] / r["cpu"][other] for r in rounds]),
+                wall=median_interval([r["wall"][m] / r["wall"][other] for r in rounds]))
+    return res
+
+
+def purchase_section(folder, repeats, epochs, n_rows, steps_256):
+    """(b): DP fits (float64, float32 input) and Opacus ghost clipping, alternating children.
+
+    Opacus runs twice a round: at the DP fit's own expected batch (the same work per
+    epoch; timed on half an epoch, at least 10 steps) and at batch 256 as in
+    ``bench_epoch.py`` (``steps_256`` steps).
+    """
+    import numpy as np
+
+    res = dict(dp=[], opacus=[], epochs=epochs)
+    npz = None
+    if OPACUS_PY.exists():
+        X = np.load(folder / "purchase_X.npy")
+        y = np.load(folder / "purchase_y.npy")
+        npz = folder / "purchase_opacus.npz"
+        np.savez(npz, X=X.astype(np.float32), y=y, k=100)
+        del X
+    for r in range(repeats):
+        for dtype in ("float64", "float32"):
+            out, wall, cpu, _ = self_child(dict(kind="purchase", data=str(folder), dtype=dtype,
+                                                epochs=epochs, seed=r))
+            res["dp"].append(dict(dtype=dtype, round=r, **out))
+        if npz is None:
+            continue
+        batch = res["dp"][0]["batch_size"]
+        same_steps = max(10, math.ceil(n_rows / batch / 2))
+        for label, bs, steps in (("same_batch", batch, same_steps), ("batch_256", 256, steps_256)):
+            out, wall, cpu, _ = run_child(
+                [str(OPACUS_PY), str(ROOT / "benchmarks" / "baselines" / "opacus_speed.py"),
+                 "--data", str(npz), "--mode", "ghost", "--batch-size", str(bs),
+                 "--steps", str(steps), "--repeats", "1", "--threads", "1"])
+            res["opacus"].append(dict(round=r, setting=label, **out))
+    res["dp_batch_size"] = res["dp"][0]["batch_size"]
+    res["dp_steps_per_epoch"] = res["dp"][0]["steps"] / epochs
+    res["n_rows"] = n_rows
+    for dtype in ("float64", "float32"):
+        rows = [row for row in res["dp"] if row["dtype"] == dtype]
+        res[f"dp_{dtype}_cpu_per_epoch"] = median_interval([row["cpu"] / epochs for row in rows])
+        res[f"dp_{dtype}_wall_per_epoch"] = median_interval([row["wall"] / epochs for row in rows])
+        for label in ("same_batch", "batch_256"):
+            ops = [o for o in res["opacus"] if o["setting"] == label]
+            if ops:  # paired by round: per epoch = CPU per step × n / batch
+                res[f"opacus_{label}_over_dp_{dtype}_cpu"] = median_interval([
+                    o["cpu_seconds_per_epoch"] / (d["cpu"] / epochs) for o, d in zip(ops, rows)])
+    for label in ("same_batch", "batch_256"):
+        ops = [o for o in res["opacus"] if o["setting"] == label]
+        if ops:
+            res[f"opacus_{label}_cpu_per_epoch"] = median_interval(
+                [o["cpu_seconds_per_epoch"] for o in ops])
+            res[f"opacus_{label}_steps_timed"] = ops[0]["steps_timed"]
+    return res
+
+
+def cold_section(folder, repeats):
+    adult = str(folder / "adult.npz")
+    code = {dp: COLD_CODE.format(data=adult, dp=dp, epochs=EPOCHS) for dp in (True, False)}
+    runs = {True: [], False: []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(-1, repeats):  # round -1: warm-up (fills the numba cache), discarded
+            for dp in ((True, False) if r % 2 == 0 else (False, True)):
+                cache = pathlib.Path(tmp) / f"cal{r}{dp}"
+                cache.mkdir()
+                out, wall, cpu, _ = run_child([sys.executable, "-c", code[dp]],
+                                              SKLEARN_FDP_CACHE_DIR=cache)
+                if r >= 0:
+                    runs[dp].append(dict(process_cpu=cpu, process_wall=wall, **out))
+        # which numba kernels a cold fit loads, and whether any compiles
+        cache = pathlib.Path(tmp) / "cal_numba"
+        cache.mkdir()
+        done = subprocess.run([sys.executable, "-c", code[True]], capture_output=True, text=True,
+                              cwd=ROOT, env=child_env(SKLEARN_FDP_CACHE_DIR=cache,
+                                                      NUMBA_DEBUG_CACHE=1))
+    lines = done.stdout.splitlines()
+    loaded = sorted({ln.split("data loaded from")[-1].strip().strip("'\"") for ln in lines
+                     if "data loaded from" in ln})
+    saved = [ln for ln in lines if "data saved to" in ln]
+    res = dict(dp=runs[True], sgd=runs[False],
+               numba=dict(kernels_loaded=len(loaded), loaded=[pathlib.Path(p).name for p in loaded],
+                          kernels_compiled=len(saved)))
+    res["ratio_process_cpu"] = median_interval(
+        [a["process_cpu"] / b["process_cpu"] for a, b in zip(runs[True], runs[False])])
+    res["ratio_process_wall"] = median_interval(
+        [a["process_wall"] / b["process_wall"] for a, b in zip(runs[True], runs[False])])
+    res["ratio_cpu_without_data"] = median_interval(
+        [(a["process_cpu"] - a["split"]["data"]["cpu"])
+         / (b["process_cpu"] - b["split"]["data"]["cpu"])
+         for a, b in zip(runs[True], runs[False])])
+    for side in ("dp", "sgd"):
+        res[f"{side}_median"] = {
+            "process_cpu": median_interval([x["process_cpu"] for x in res[side]])["median"],
+            "process_wall": median_interval([x["process_wall"] for x in res[side]])["median"],
+            **{f"{k}_cpu": median_interval([x["split"][k]["cpu"] for x in res[side]])["median"]
+               for k in ("data", "imports", "calibration", "fit")},
+            "interpreter_cpu": median_interval([x["cpu_at_start"] for x in res[side]])["median"],
+        }
+    mods_dp = set(runs[True][0]["modules"]) if runs[True] else set()
+    mods_sgd = set(runs[False][0]["modules"]) if runs[False] else set()
+    res["modules_only_in_dp_process"] = sorted(mods_dp - mods_sgd)
+    for run in runs[True] + runs[False]:
+        run.pop("modules", None)
+    return res
+
+
+def grid_section(folder, repeats):
+    adult = str(folder / "adult.npz")
+    runs = {True: [], False: []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(repeats):
+            for dp in ((True, False) if r % 2 == 0 else (False, True)):
+                cache = pathlib.Path(tmp) / f"cal{r}{dp}"
+                cache.mkdir()
+                code = GRID_CODE.format(data=adult, dp=dp, epochs=EPOCHS)
+                out, wall, cpu, _ = run_child([sys.executable, "-c", code],
+                                              SKLEARN_FDP_CACHE_DIR=cache)
+                out["search_cpu"] = out["parent_cpu"] + out["workers_cpu"]
+                runs[dp].append(dict(process_cpu=cpu, process_wall=wall, **out))
+        worker, _, _, _ = run_child([sys.executable, "-c", WORKER_CODE.format()],
+                                    SKLEARN_FDP_CACHE_DIR=pathlib.Path(tmp) / "worker")
+    return dict(
+        dp=runs[True], sgd=runs[False], worker=worker,
+        ratio_search_cpu=median_interval([a["search_cpu"] / b["search_cpu"]
+                                          for a, b in zip(runs[True], runs[False])]),
+        ratio_search_wall=median_interval([a["wall"] / b["wall"]
+                                           for a, b in zip(runs[True], runs[False])]),
+        ratio_process_cpu=median_interval([a["process_cpu"] / b["process_cpu"]
+                                           for a, b in zip(runs[True], runs[False])]))
+
+
+def run_calibration(folder, shapes):
+    """σ of every (ε, q, T) of the README demo and these benchmarks, timed in one process."""
+    import numpy as np
+
+    n_a, d_a = shapes["adult"]
+    columns = [str(c) for c in np.load(folder / "adult.npz")["columns"]]
+    configs = [(f"Adult (demo) ε={eps}", "dpsgd", eps, n_a, d_a, None)
+               for eps in (0.01, 0.03, 0.1, 0.3, 1.0)]
+    configs.append(("Adult GridSearchCV fold ε=1", "dpsgd", 1.0, n_a - n_a // 5, d_a, None))
+    n_c, d_c = shapes["csr"]
+    configs.append((f"CSR {n_c:,}×{d_c:,} ε=1", "dpsgd", 1.0, n_c, d_c, None))
+    n_b = shapes["purchase"][0]
+    configs.append((f"purchase {n_b:,}×600 ε=1", "dpsgd", 1.0, n_b, 600, None))
+    for eps in (0.01, 0.1, 1.0):
+        configs.append((f"Adult FDP alg1 (demo) ε={eps}", "fdp", eps, n_a, d_a,
+                        [columns, list(ADULT_PROTECTED_NAMES)]))
+    with tempfile.TemporaryDirectory() as tmp:
+        out, _, _, _ = run_child([sys.executable, "-c", CALIBRATION_CODE.format(configs=configs)],
+                                 SKLEARN_FDP_CACHE_DIR=tmp)
+    return out
+
+
+# -- report ----------------------------------------------------------------------------
+
+
+def fmt_iv(iv, unit="×"):
+    if iv is None:
+        return "—"
+    lvl = "" if iv.get("level") else " (range)"
+    return f"{iv['median']:.2f}{unit} [{iv['low']:.2f}, {iv['high']:.2f}]{lvl}"
+
+
+def markdown(meta, res):
+    out = ["# Speed of the whole public `fit`, warm and cold (`benchmarks/bench_speed.py`)", "",
+           f"Run on {meta['date']} ({meta['machine']}; {meta['versions']}), "
+           f"{'**quick mode, reduced sizes**; ' if meta['quick'] else ''}"
+           f"every timed child with {', '.join(f'{v}=1' for v in THREAD_VARS)}. "
+           f"Load average (1 min) {meta['load_start']:.2f} at the start, "
+           f"{meta['load_end']:.2f} at the end; total run {meta['total_wall']:.0f} s wall. "
+           "CPU = the process's user + system time (all threads). Ratios: median of per-round "
+           "ratios [~90 % distribution-free interval of that median; \"(range)\" = min–max "
+           "where the rounds are too few for one].", ""]
+    if "warm" in res:
+        out += ["## Warm whole fit (σ cached in the process, kernels loaded), paired rounds", "",
+                "| case | method | CPU s (median) | wall s | ratio CPU | ratio wall |",
+                "|---|---|---:|---:|---|---|"]
+        for case, r in res["warm"].items():
+            ref = r["reference"]
+            for m in r["methods"]:
+                key = f"{m} / {ref}"
+                rat = r["ratios"].get(key)
+                out.append(f"| {case} | `{m}` | {r['median_cpu'][m]:.3f} | "
+                           f"{r['median_wall'][m]:.3f} | "
+                           f"{fmt_iv(rat['cpu']) + ' vs ' + ref if rat else 'reference'} | "
+                           f"{fmt_iv(rat['wall']) if rat else ''} |")
         out.append("")
-    if "gemm" in extra:
-        for key, gm in extra["gemm"].items():
-            out.append(f"- (b) {key}: the epoch's matrix products alone take {gm['seconds']:.3g} s "
-                       f"({gm['gflops_floor']:.1f} GFLOP/s); the DP epoch takes "
-                       f"{gm['dp_over_gemm']:.2f}× that ({gm['gflops_dp']:.1f} GFLOP/s achieved).")
-    for key, mem in extra.get("memory", {}).items():
-        out.append(f"- Peak traced memory of `DPSGDClassifier.fit` on {key}: "
-                   f"{mem['peak_mb']:.0f} MB = {mem['ratio_to_input']:.2f}× the input "
-                   f"({mem['input_mb']:.0f} MB).")
-    if "compile_cache" in extra:
-        c = extra["compile_cache"]
-        out.append(f"- Compile cache: a fresh process importing sklearn_fdp and fitting two tiny "
-                   f"models (dense, CSR) took {c[0]['fit_seconds']:.2f} s "
-                   f"({c[0]['kernels_compiled_and_saved']} kernel signatures compiled and saved); "
-                   f"a second process took {c[1]['fit_seconds']:.2f} s "
-                   f"({c[1]['kernels_compiled_and_saved']} compiled, "
-                   f"{c[1]['kernels_loaded_from_cache']} loaded from the disk cache).")
+    if "purchase" in res:
+        p = res["purchase"]
+        out += [f"## (b) dense {p['n_rows']:,} × 600, 100 classes, default learning rate, "
+                "vs Opacus ghost clipping", "",
+                f"`DPSGDClassifier(epsilon=1, epochs={p['epochs']})` (expected batch "
+                f"{p['dp_batch_size']}, default `learning_rate=\"auto\"`): CPU per epoch of the "
+                "whole fit (σ calibrated before). Opacus 1.6.0 ghost clipping (float32, one torch "
+                "thread): CPU per step × steps of an epoch, at the same expected batch "
+                f"({p.get('opacus_same_batch_steps_timed', '—')} steps timed) and at batch 256 "
+                f"as in `bench_epoch.py` ({p.get('opacus_batch_256_steps_timed', '—')} steps).",
+                "",
+                "| input | DP CPU s / epoch | DP wall s / epoch | Opacus (same batch) / DP, CPU "
+                "| Opacus (batch 256) / DP, CPU |", "|---|---:|---:|---|---|"]
+        for dtype in ("float64", "float32"):
+            cells = [fmt_iv(p.get(f"opacus_{label}_over_dp_{dtype}_cpu"))
+                     for label in ("same_batch", "batch_256")]
+            out.append(f"| {dtype} | {p[f'dp_{dtype}_cpu_per_epoch']['median']:.3f} | "
+                       f"{p[f'dp_{dtype}_wall_per_epoch']['median']:.3f} | {cells[0]} | "
+                       f"{cells[1]} |")
+        ops = [f"{p[f'opacus_{label}_cpu_per_epoch']['median']:.3f} s ({name})"
+               for label, name in (("same_batch", "same batch"), ("batch_256", "batch 256"))
+               if f"opacus_{label}_cpu_per_epoch" in p]
+        out += ["", "Opacus CPU per epoch: " + (", ".join(ops) or "not run (no .venv-opacus)")
+                + ".", ""]
+    if "cold" in res:
+        c = res["cold"]
+        out += ["## Cold whole fit: a fresh process, empty calibration cache, filled numba cache",
+                "", "Adult; both processes read the same `.npz` with numpy. Process CPU / wall "
+                "measured by the parent (interpreter start-up included); the split inside the "
+                "child (medians).", "",
+                "| process | process CPU s | process wall s | interpreter | data | imports | "
+                "calibration | fit |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for side, label in (("dp", "`DPSGDClassifier(epsilon=1).fit`"),
+                            ("sgd", f"`SGDClassifier(max_iter={EPOCHS}).fit`")):
+            m = c[f"{side}_median"]
+            out.append(f"| {label} | {m['process_cpu']:.3f} | {m['process_wall']:.3f} | "
+                       f"{m['interpreter_cpu']:.3f} | {m['data_cpu']:.3f} | "
+                       f"{m['imports_cpu']:.3f} | {m['calibration_cpu']:.3f} | "
+                       f"{m['fit_cpu']:.3f} |")
+        out += ["", f"- DP / SGD, process CPU: {fmt_iv(c['ratio_process_cpu'])}; wall: "
+                f"{fmt_iv(c['ratio_process_wall'])}; CPU without the (shared) data load: "
+                f"{fmt_iv(c['ratio_cpu_without_data'])}.",
+                f"- numba: a cold DP fit loads {c['numba']['kernels_loaded']} kernel "
+                f"signatures from the disk cache and compiles {c['numba']['kernels_compiled']} "
+                f"({', '.join(f'`{k}`' for k in c['numba']['loaded'])}).",
+                "- Top-level modules only the DP process loads: "
+                + (", ".join(f"`{m}`" for m in c["modules_only_in_dp_process"]) or "none") + ".",
+                ""]
+    if "grid" in res:
+        g = res["grid"]
+        med = {side: median_interval([x["search_cpu"] for x in g[side]])["median"]
+               for side in ("dp", "sgd")}
+        wmed = {side: median_interval([x["wall"] for x in g[side]])["median"]
+                for side in ("dp", "sgd")}
+        out += ["## GridSearchCV(n_jobs=2), 12 candidates × 5 folds, Adult, fresh processes", "",
+                "CPU of the search = the parent's + its loky workers' (reaped into "
+                "`RUSAGE_CHILDREN` once the executor is shut down); empty calibration cache.", "",
+                "| search over | search CPU s | search wall s |", "|---|---:|---:|",
+                f"| `DPSGDClassifier(epsilon=1)` (learning_rate × momentum) | {med['dp']:.2f} | "
+                f"{wmed['dp']:.2f} |",
+                f"| `SGDClassifier` (eta0 × alpha) | {med['sgd']:.2f} | {wmed['sgd']:.2f} |", "",
+                f"- DP / SGD search CPU: {fmt_iv(g['ratio_search_cpu'])}; wall: "
+                f"{fmt_iv(g['ratio_search_wall'])}."]
+        w = g["worker"]
+
+        def extra(side, a, b):
+            return w[side][b] - w[side][a]
+        out.append(
+            "- A fresh loky worker: CPU when a trivial task runs "
+            f"{w['trivial']['at_task']:.2f} s; importing `DPSGDClassifier` "
+            f"+{extra('sklearn_fdp', 'at_task', 'after_import'):.2f} s, its first tiny fit "
+            f"(σ given) +{extra('sklearn_fdp', 'after_import', 'after_first_fit'):.2f} s; "
+            f"importing `SGDClassifier` +{extra('sklearn', 'at_task', 'after_import'):.2f} s, "
+            f"its first fit +{extra('sklearn', 'after_import', 'after_first_fit'):.2f} s.")
+        out.append("")
+    if "calibration" in res:
+        cal = res["calibration"]
+        out += ["## Calibration of σ (one process, empty calibration cache)", "",
+                f"`privacy_plan` CPU per configuration, after a throwaway first plan "
+                f"({cal['first_plan_cpu']:.2f} s CPU, importing dp-accounting). δ = the "
+                "estimator default.", "",
+                "| configuration | n | d | q | T | δ | σ | accountant | plan ε | PLD ε of σ | "
+                "CPU s | wall s |", "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|"]
+        seen = {}
+        for i, row in enumerate(cal["rows"], 1):
+            key = (row["epsilon"], row["delta"], row["q"], row["steps"])
+            timing = (f"{row['cpu']:.3f} | {row['wall']:.3f}" if key not in seen else
+                      f"cached (= row {seen[key]}) | ")
+            seen.setdefault(key, i)
+            q = "—" if row["q"] is None else f"{row['q']:.4g}"
+            out.append(f"| {i}. {row['label']} | {row['n']:,} | {row['d']:,} | {q} | "
+                       f"{row['steps'] or '—'} | {row['delta']:.0e} | "
+                       f"{row['sigma']:.4f} | {row['accountant']} | {row['plan_epsilon']:.4f} | "
+                       f"{row['pld_epsilon']:.4f} | {timing} |")
+        out.append("")
+    out.append("The training loop alone, per epoch, against the engine's non-private twin, "
+               "numpy DP-SGD and Opacus: `benchmarks/bench_epoch.py` "
+               "(`benchmarks/results/epoch.md`).")
     return "\n".join(out) + "\n"
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="small problems, for a smoke test")
-    p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--problems", default="a,b,c")
-    p.add_argument("--no-opacus", action="store_true")
+    p.add_argument("--quick", action="store_true", help="reduced sizes and repeats (smoke test)")
+    p.add_argument("--repeats", type=int, default=None, help="rounds of the warm cases (5)")
+    p.add_argument("--cold-repeats", type=int, default=None, help="cold process pairs (5)")
+    p.add_argument("--grid-repeats", type=int, default=None, help="search pairs (3)")
+    p.add_argument("--b-epochs", type=float, default=None, help="epochs of the (b) DP fit (1)")
+    p.add_argument("--sections", default="warm,purchase,cold,grid,calibration")
+    p.add_argument("--out", default=None,
+                   help="results stem under benchmarks/results (speed; speed_quick with --quick)")
+    p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    n_big = 20_000 if args.quick else 200_000
-    load_before = os.getloadavg()[0]
-    wanted = set(args.problems.split(","))
-    rows, extra = [], {}
-    if "a" in wanted:
-        X, y = adult()
-        row = bench_problem("(a) Adult", X, y, momentum=0.9, repeats=args.repeats,
-                            slow_steps=10**9, opacus_steps=dict(ghost=10**9, hooks=10**9),
-                            with_opacus=not args.no_opacus)
-        rows.append(row)
-    if "b" in wanted:
-        X64, y = purchase(n_big)
-        extra["gemm"] = {}
-        for dtype in (np.float64, np.float32):
-            X = X64.astype(dtype)
-            name = f"(b) purchase 200k×600×100 {np.dtype(dtype).name}"
-            row = bench_problem(name, X, y, momentum=0.9, repeats=args.repeats, slow_steps=100,
-                                opacus_steps=dict(ghost=200, hooks=40),
-                                with_opacus=not args.no_opacus and dtype == np.float32,
-                                sgd_rows=n_big // 10)
-            rows.append(row)
-            secs, flops = gemm_floor(X, 100, row["steps_per_epoch"], args.repeats)
-            extra["gemm"][np.dtype(dtype).name] = dict(
-                seconds=secs, flops=flops, gflops_floor=flops / secs / 1e9,
-                gflops_dp=flops / row["engine_dp"] / 1e9, dp_over_gemm=row["engine_dp"] / secs)
-        print("[b] memory", flush=True)
-        extra.setdefault("memory", {})["(b) float64"] = _memory(X64, y, 0.9)
-        del X64, X
-    if "c" in wanted:
-        X, y = click_log(n_big)
-        row = bench_problem("(c) CSR 200k×1M, 40 nnz", X, y, momentum=0.0, repeats=args.repeats,
-                            slow_steps=50, opacus_steps={}, with_opacus=False)
-        rows.append(row)
-        print("[c] memory", flush=True)
-        extra.setdefault("memory", {})["(c)"] = _memory(X, y, 0.0)
-    for row in rows:
-        row["ratios"] = ratios(row)
-    print("[compile cache]", flush=True)
-    extra["compile_cache"] = compile_cache_check()
-    meta = dict(load=" → ".join(f"{v:.1f}" for v in (load_before, os.getloadavg()[0])),
-                date=time.strftime("%Y-%m-%d"), machine=f"{platform.machine()}, "
-                f"{os.cpu_count()} cores, Python {platform.python_version()}",
-                repeats=args.repeats, quick=args.quick, sklearn_fdp=sklearn_fdp.__version__,
-                numpy=np.__version__)
+    if args.child is not None:
+        spec = json.loads(args.child)
+        {"warm": child_warm, "purchase": child_purchase}[spec["kind"]](spec)
+        return
+    q = args.quick
+    repeats = args.repeats or (3 if q else 5)
+    cold_repeats = args.cold_repeats or (2 if q else 5)
+    grid_repeats = args.grid_repeats or (1 if q else 3)
+    b_epochs = args.b_epochs or (0.5 if q else 1.0)
+    sections = set(args.sections.split(","))
+    t_start, load_start = time.perf_counter(), os.getloadavg()[0]
+    res = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = pathlib.Path(tmp)
+        print("[data]", flush=True)
+        shapes = write_data(folder, q)
+        res["shapes"] = shapes
+        if "warm" in sections:
+            res["warm"] = {}
+            for case, data, label in (("adult", "adult", "(a) Adult"),
+                                      ("csr", "csr", f"(c) CSR {shapes['csr'][0]:,}×"
+                                                     f"{shapes['csr'][1]:,}, 40 nnz"),
+                                      ("fdp", "adult", "(f) Adult, FDP alg1 vs DP-SGD")):
+                print(f"[warm {case}]", flush=True)
+                t0 = time.perf_counter()
+                res["warm"][label] = warm_case(case, data, folder, repeats)
+                print(f"  {time.perf_counter() - t0:.0f} s", flush=True)
+        if "purchase" in sections:
+            print("[purchase]", flush=True)
+            t0 = time.perf_counter()
+            res["purchase"] = purchase_section(folder, max(2, repeats // 2 + 1) if not q else 1,
+                                               b_epochs, shapes["purchase"][0],
+                                               40 if q else 200)
+            print(f"  {time.perf_counter() - t0:.0f} s", flush=True)
+        if "cold" in sections:
+            print("[cold]", flush=True)
+            t0 = time.perf_counter()
+            res["cold"] = cold_section(folder, cold_repeats)
+            print(f"  {time.perf_counter() - t0:.0f} s", flush=True)
+        if "grid" in sections:
+            print("[grid]", flush=True)
+            t0 = time.perf_counter()
+            res["grid"] = grid_section(folder, grid_repeats)
+            print(f"  {time.perf_counter() - t0:.0f} s", flush=True)
+        if "calibration" in sections:
+            print("[calibration]", flush=True)
+            res["calibration"] = run_calibration(folder, shapes)
+    import numpy as np
+    import scipy
+    import sklearn
+
+    import sklearn_fdp
+
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        dpa = version("dp-accounting")
+    except PackageNotFoundError:
+        dpa = "absent"
+    meta = dict(date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                machine=f"{platform.machine()}, {os.cpu_count()} cores, "
+                        f"{platform.processor() or platform.platform()}",
+                versions=f"Python {platform.python_version()}, sklearn_fdp "
+                         f"{sklearn_fdp.__version__}, scikit-learn {sklearn.__version__}, numpy "
+                         f"{np.__version__}, scipy {scipy.__version__}, dp-accounting {dpa}",
+                quick=q, threads={v: "1" for v in THREAD_VARS}, repeats=repeats,
+                cold_repeats=cold_repeats, grid_repeats=grid_repeats,
+                load_start=load_start, load_end=os.getloadavg()[0],
+                total_wall=time.perf_counter() - t_start)
+    try:
+        meta["git_head"] = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT,
+                                          capture_output=True, text=True).stdout.strip()
+    except OSError:
+        pass
     RESULTS.mkdir(parents=True, exist_ok=True)
-    stem = "speed_quick" if args.quick else "speed"
-    (RESULTS / f"{stem}.json").write_text(json.dumps(dict(meta=meta, rows=rows, **extra),
-                                                      indent=1))
-    md = markdown(meta, rows, extra)
+    stem = args.out or ("speed_quick" if q else "speed")
+    (RESULTS / f"{stem}.json").write_text(json.dumps(dict(meta=meta, **res), indent=1) + "\n")
+    md = markdown(meta, res)
     (RESULTS / f"{stem}.md").write_text(md)
     print(md)
-
-
-def _memory(X, y, momentum):
-    size = (X.data.nbytes + X.indices.nbytes + X.indptr.nbytes) if sp.issparse(X) else X.nbytes
-    peak = peak_memory(estimator_fit(X, y, momentum))
-    return dict(peak_mb=peak / 2**20, input_mb=size / 2**20, ratio_to_input=peak / size)
 
 
 if __name__ == "__main__":

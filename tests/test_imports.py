@@ -32,6 +32,36 @@ def test_estimators_do_not_load_accounting_until_used():
     assert not loaded & {"dp_accounting", "torch", "matplotlib", "skops", "dask"}
 
 
+def test_dpsgd_import_and_fit_load_only_dpsgd_modules():
+    """`from sklearn_fdp import DPSGDClassifier` and a fit (what every GridSearchCV worker
+    does) import DP-SGD's modules only: not the other estimators, their mechanisms, torch
+    or the feature specs (issue 18, cold start)."""
+    code = ("import numpy as np\nfrom sklearn_fdp import DPSGDClassifier\n"
+            "X = np.random.default_rng(0).normal(size=(60, 3)); y = (X[:, 0] > 0).astype(int)\n"
+            "DPSGDClassifier(epsilon=None, noise_multiplier=1.0, epochs=1, random_state=0)"
+            ".fit(X, y)\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    loaded = set(json.loads(done.stdout.splitlines()[-1]))
+    unwanted = {"sklearn_fdp.linear._adamix", "sklearn_fdp.linear._dpsgdf",
+                "sklearn_fdp.linear._feature_dp_logistic", "sklearn_fdp._mechanisms.adamix",
+                "sklearn_fdp._mechanisms.dpsgdf", "sklearn_fdp._mechanisms.fdp",
+                "sklearn_fdp.features", "sklearn_fdp.neural", "torch", "matplotlib"}
+    assert "sklearn_fdp.linear._dpsgd" in loaded  # the probe did import the estimator
+    assert not loaded & unwanted, sorted(loaded & unwanted)
+
+
+def test_linear_names_resolve_lazily():
+    from sklearn_fdp import linear
+
+    for name in linear.__all__:
+        cls = getattr(linear, name)
+        assert cls.__name__ == name and name in dir(linear)
+        assert cls.__module__.startswith("sklearn_fdp.linear._")
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        linear.Nope  # noqa: B018
+
+
 def test_cli_version_loads_no_heavy_dependency():
     loaded = _loaded_after("import sys\nsys.argv = ['sklearn-fdp', '--version']\n"
                            "from sklearn_fdp.cli import main\nmain()")

@@ -14,7 +14,8 @@ plain SGD, the data in a ``DataLoader`` made private by
 clipping). Each repeat runs ``--steps`` steps of the private loader's loop --
 data loading, forward, backward, clipping, noise, update -- after one warm-up
 repeat; the per-epoch time is the median seconds per step times the steps of
-an epoch (``n / batch``). Prints one JSON object.
+an epoch (``n / batch``); the same for the process's CPU time (all threads).
+Prints one JSON object.
 """
 
 import argparse
@@ -46,7 +47,7 @@ def run(X, y, k, mode, batch_size, steps, seed):
         model, optimizer, loader = engine.make_private(**kwargs)
     model.train()
     done = 0
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     while done < steps:
         for xb, yb in loader:
             optimizer.zero_grad(set_to_none=True)
@@ -57,7 +58,7 @@ def run(X, y, k, mode, batch_size, steps, seed):
             done += 1
             if done >= steps:
                 break
-    return (time.perf_counter() - t0) / steps
+    return (time.perf_counter() - t0) / steps, (time.process_time() - c0) / steps
 
 
 def main(argv=None):
@@ -75,14 +76,18 @@ def main(argv=None):
     y = data["y"]
     k = int(data["k"])
     run(X, y, k, args.mode, args.batch_size, min(args.steps, 5), seed=999)  # warm-up
-    per_step = [run(X, y, k, args.mode, args.batch_size, args.steps, seed=s)
-                for s in range(args.repeats)]
+    timed = [run(X, y, k, args.mode, args.batch_size, args.steps, seed=s)
+             for s in range(args.repeats)]
+    per_step = [wall for wall, _ in timed]
+    cpu_per_step = [cpu for _, cpu in timed]
     steps_per_epoch = X.shape[0] / args.batch_size
     print(json.dumps({
         "mode": args.mode, "batch_size": args.batch_size, "steps_timed": args.steps,
         "repeats": args.repeats, "threads": args.threads,
         "seconds_per_step": per_step,
         "seconds_per_epoch": float(np.median(per_step) * steps_per_epoch),
+        "cpu_seconds_per_step": cpu_per_step,
+        "cpu_seconds_per_epoch": float(np.median(cpu_per_step) * steps_per_epoch),
         "torch": torch.__version__,
     }))
 

@@ -1,9 +1,16 @@
 """Private linear classifiers."""
 
-from ._adamix import AdaMixClassifier
-from ._dpsgd import DPSGDClassifier
-from ._dpsgdf import DPSGDFClassifier
-from ._feature_dp_logistic import FeatureDPLogisticRegression
+import importlib
+
+# Each estimator is imported on first use, so that `from sklearn_fdp import
+# DPSGDClassifier` (and every loky worker unpickling one) loads DP-SGD's modules
+# only, not AdaMix's, DPSGD-F's or feature DP's (issue 18: cold start).
+_LAZY = {
+    "AdaMixClassifier": "._adamix",
+    "DPSGDClassifier": "._dpsgd",
+    "DPSGDFClassifier": "._dpsgdf",
+    "FeatureDPLogisticRegression": "._feature_dp_logistic",
+}
 
 __all__ = [
     "AdaMixClassifier",
@@ -11,3 +18,15 @@ __all__ = [
     "DPSGDFClassifier",
     "FeatureDPLogisticRegression",
 ]
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value  # later look-ups skip __getattr__
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
