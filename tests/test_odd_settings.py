@@ -156,3 +156,37 @@ def test_odd_setting_fits_or_fails_fast(name, setting, data):
         pred = est.predict(X)
         assert pred.shape == (len(X),)
         assert set(np.unique(pred)) <= set(np.unique(y))
+
+
+SEARCH_SETTINGS = {
+    "delta_above_1_over_n": ({"delta": 0.1}, {}, None),
+    "epsilon_1e6": ({"epsilon": 1e6}, {}, None),
+    "epsilon_1e-6": ({"epsilon": 1e-6}, {}, None),
+    "batch_size_1": ({}, {"batch_size": 1}, None),
+    "one_step": ({}, {"epochs": 1e-3}, None),
+    "entries_1e150": ({}, {}, lambda X, y: (X * 1e150, y)),
+    "three_rows": ({}, {}, lambda X, y: (X[:3], np.array([0, 1, 0]))),
+}
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGALRM"), reason="needs POSIX interval timers")
+@pytest.mark.parametrize("setting", list(SEARCH_SETTINGS))
+def test_private_search_odd_setting_fits_or_fails_fast(setting, data):
+    from sklearn_fdp.model_selection import PrivateRandomizedSearchCV
+
+    search_params, est_params, transform = SEARCH_SETTINGS[setting]
+    search = PrivateRandomizedSearchCV(
+        DPSGDClassifier(random_state=0, **est_params), {"learning_rate": [0.1, 1.0]},
+        n_iter=2, random_state=0, **{"epsilon": 1.0, **search_params})
+    X, y = data if transform is None else transform(*data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FdpWarning)
+        with time_limit(CPU_TIMEOUT, WALL_TIMEOUT):
+            try:
+                search.fit(X, y)
+            except ValueError as exc:
+                assert len(str(exc)) > 40 and any(
+                    word in str(exc) for word in ("epsilon", "noise_multiplier", "rows", "class",
+                                                  "Use", "Raise")), str(exc)
+                return
+    assert set(np.unique(search.predict(X))) <= set(np.unique(y))
