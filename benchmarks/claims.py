@@ -9,7 +9,8 @@ that section names.
 What counts as a figure: a decimal number with at least three decimals
 (``0.8440``, ``0.825``), a number written with ``±`` and its half-width
 (``+2.44 ± 0.80``), and a ratio (``3.4×``). Integers, ε/δ grid values
-(``0.03``, ``1e-5``) and other two-decimal numbers are not figures.
+(``0.03``, ``1e-5``), other two-decimal numbers, arXiv ids and targets
+written with an inequality (``≤ 1.3×``) are not figures.
 
 Where a section's figures come from:
 
@@ -56,7 +57,9 @@ _FIGURE = re.compile(
     rf"|(?<=±)\s*(?P<half>{_NUMBER})"                          # the half-width after ±
     rf"|(?<![\w.\-/])(?P<plain>\d+\.\d{{3,}})(?![\w.])"        # >= 3 decimals
 )
-_IDENTIFIER = re.compile(r"(?:arXiv:?\s*|abs/|pdf/)\d{4}\.\d{4,5}(?:v\d+)?", re.I)
+# arXiv ids; targets and bounds written with an inequality ("≤ 1.3×", "≥ 3×").
+_IDENTIFIER = re.compile(r"(?:arXiv:?\s*|abs/|pdf/)\d{4}\.\d{4,5}(?:v\d+)?"
+                         r"|[≤≥<>]\s*\d+(?:\.\d+)?", re.I)
 _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 _SCRIPT = re.compile(r"benchmarks/([\w]+)\.py")
 _CLAIMS = re.compile(r"<!--\s*claims:\s*(.*?)\s*-->")
@@ -193,7 +196,7 @@ def check_page(path):
             line_sources = [] if parsed is None else parsed  # at a line's end: that line
         if in_code and comment_sources is None and line_sources is None:
             continue  # code blocks: doctest values and printed examples, not quotes
-        line = _IDENTIFIER.sub("", line)  # arXiv ids and version numbers are not figures
+        line = _IDENTIFIER.sub("", line)  # arXiv ids and targets are not figures
         figures = [m.group("value") or m.group("half") or m.group("plain")
                    for m in _FIGURE.finditer(line)]
         if not figures:

@@ -3,7 +3,13 @@
 import importlib
 
 from ._show_versions import show_versions
-from .exceptions import BudgetExceededError, FdpWarning, PerformanceWarning, PrivacyLeakWarning
+from .exceptions import (
+    BudgetExceededError,
+    CollapseWarning,
+    FdpWarning,
+    PerformanceWarning,
+    PrivacyLeakWarning,
+)
 
 # Everything else is loaded on first use (PEP 562), so that `import sklearn_fdp`
 # and `sklearn-fdp --version` do not pay for scikit-learn, pandas, dp-accounting
@@ -20,6 +26,8 @@ _LAZY = {
     "MLPFeatureDP": ".neural",
     "BoundedScaler": ".preprocessing",
     "PrivateMeanCenterer": ".preprocessing",
+    "CollapseCheck": "._collapse",
+    "check_collapse": "._collapse",
 }
 _SUBMODULES = (
     "accounting",
@@ -54,6 +62,8 @@ __all__ = [
     "AdaMixClassifier",
     "BoundedScaler",
     "BudgetExceededError",
+    "CollapseCheck",
+    "CollapseWarning",
     "DPSGDClassifier",
     "DPSGDFClassifier",
     "FeatureDPLogisticRegression",
@@ -67,6 +77,7 @@ __all__ = [
     "__version__",
     "accounting",
     "audit",
+    "check_collapse",
     "datasets",
     "exceptions",
     "features",

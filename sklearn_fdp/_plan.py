@@ -136,9 +136,11 @@ def feature_plan(dp_event, epsilon, delta, accountant, protected_features, label
     names = tuple(str(n) for n in protected_features)
     shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
     if label_protected:
-        unit, description = (("label", "the label only (label DP; every feature public)")
+        unit, description = (("label", "the label only (label DP; every feature public; "
+                               "label_public=False)")
                              if not names else
-                             ("features+label", f"protected features [{shown}] and the label"))
+                             ("features+label", f"protected features [{shown}] and the label "
+                              "(label_public=False: the label is protected too)"))
     elif names:
         unit, description = "features", f"protected features [{shown}] (label public)"
     else:

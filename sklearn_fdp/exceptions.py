@@ -5,7 +5,8 @@ The hierarchy lets users filter all privacy warnings at once
 serious ones, :class:`PrivacyLeakWarning`, distinguishable.
 """
 
-__all__ = ["FdpWarning", "PrivacyLeakWarning", "PerformanceWarning", "BudgetExceededError"]
+__all__ = ["FdpWarning", "PrivacyLeakWarning", "PerformanceWarning", "CollapseWarning",
+           "BudgetExceededError"]
 
 
 class FdpWarning(UserWarning):
@@ -27,6 +28,18 @@ class PerformanceWarning(FdpWarning):
     Example: momentum on a wide sparse (CSR) matrix, which rules out the
     exact lazy noise and draws a Gaussian for every coordinate at every step.
     The results are correct either way.
+    """
+
+
+class CollapseWarning(FdpWarning):
+    """A fitted classifier predicts a single class, or scores below the majority rule.
+
+    Issued by :func:`sklearn_fdp.check_collapse`, an opt-in check on data the
+    user passes, never by ``fit``: computed on the private training data, the
+    warning is a function of those data that ``epsilon_`` does not cover (it
+    tells whether the model beats the base rate there). On public or held-out
+    data it is post-processing of the released model and costs no privacy.
+    See docs/threat_model.md, "Checking a fit for collapse".
     """
 
 

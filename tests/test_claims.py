@@ -85,3 +85,8 @@ def test_arxiv_ids_are_not_figures(claims, monkeypatch, tmp_path):
     findings = _page(claims, monkeypatch, tmp_path, (
         "# Page\n\nMahloujifar et al., arXiv:2506.19836; https://arxiv.org/abs/2307.11106.\n"))
     assert findings == []
+
+
+def test_targets_written_with_an_inequality_are_not_figures(claims, monkeypatch, tmp_path):
+    findings = _page(claims, monkeypatch, tmp_path, "# Page\n\nTarget: ≤ 1.3× and ≥ 3.25×.\n")
+    assert findings == []

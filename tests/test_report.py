@@ -161,3 +161,16 @@ def test_disjoint_protected_parts_protect_nothing(data):
     report = privacy_report(union, pld=False)
     assert math.isinf(report.epsilon_rdp)
     assert any("protects nothing" in w for w in report.warnings)
+
+
+def test_report_says_the_label_is_protected_by_default(data):
+    # Issue 20 item 5: label_public=False is the default; the report says so.
+    X, y = data
+    default = FeatureDPLogisticRegression(private_features=[0], epsilon=1.0, **FAST).fit(X, y)
+    text = str(privacy_report(default, pld=False))
+    assert "(label_public=False: the label is protected too)" in text
+    assert "label_public=False" in default.privacy_plan_.description
+    public = FeatureDPLogisticRegression(private_features=[0], label_public=True, epsilon=1.0,
+                                         **FAST).fit(X, y)
+    text = str(privacy_report(public, pld=False))
+    assert "label_public=False" not in text and "(label public)" in text

@@ -128,7 +128,7 @@ def _run_engine(est, X, theta0, private, public, plan, gens, alpha, scale):
     clip = private.max_grad_norm
     n_rows, n_outputs = theta0.shape
     learning_rate = resolve_learning_rate(est, alpha * plan.noise_multiplier * clip,
-                                          plan.schedule, n_rows, n_outputs)
+                                          plan.schedule, n_rows, n_outputs, small_data=False)
     result = run_dp_sgd(
         theta0, private, X.shape[0], engine_config(est, plan, clip, learning_rate, alpha=alpha),
         sample_rng=gens[_SAMPLE], noise_rng=gens[_NOISE], public_oracle=public,
