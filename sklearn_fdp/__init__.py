@@ -9,6 +9,9 @@ from .exceptions import BudgetExceededError, FdpWarning, PerformanceWarning, Pri
 # and `sklearn-fdp --version` do not pay for scikit-learn, pandas, dp-accounting
 # or numba (issue 21). Public name -> the module that defines it.
 _LAZY = {
+    "config_context": "._config",
+    "get_config": "._config",
+    "set_config": "._config",
     "PrivacyPlan": "._plan",
     "PrivacyReport": "._report",
     "privacy_report": "._report",
@@ -66,13 +69,16 @@ __all__ = [
     "__version__",
     "accounting",
     "audit",
+    "config_context",
     "datasets",
     "exceptions",
     "features",
+    "get_config",
     "model_selection",
     "pipeline",
     "plotting",
     "preprocessing",
     "privacy_report",
+    "set_config",
     "show_versions",
 ]

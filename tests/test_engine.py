@@ -598,9 +598,23 @@ def test_noise_stream_background_draws_the_same_sequence():
     assert np.all(results[0][0][:, 1] == 0)
 
 
-def test_background_noise_gives_bit_identical_fits(monkeypatch):
+def _count_noise_threads(monkeypatch):
+    """Count the worker pools the noise streams start (a list that grows by one per pool)."""
     from sklearn_fdp._engine import _noise
 
+    started = []
+    real = _noise.ThreadPoolExecutor
+    monkeypatch.setattr(_noise, "ThreadPoolExecutor",
+                        lambda *a, **k: started.append(1) or real(*a, **k))
+    monkeypatch.setattr(_noise.os, "cpu_count", lambda: 2)
+    return started
+
+
+def test_background_noise_gives_bit_identical_fits(monkeypatch):
+    from sklearn_fdp import config_context
+    from sklearn_fdp._engine import _noise
+
+    started = _count_noise_threads(monkeypatch)
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 40))
     loss = LinearLoss("log_loss", 5)
@@ -609,13 +623,38 @@ def test_background_noise_gives_bit_identical_fits(monkeypatch):
     cfg = EngineConfig(steps=20, sampling_rate=0.1, noise_multiplier=1.0, max_grad_norm=1.0,
                        learning_rate=0.1, momentum=0.9, average_start=10)
     thetas = []
-    for threshold in (10**9, 1):  # never / always in the background
+    for threshold, prefetch in ((1, False), (10**9, True), (1, True)):  # only the last: a thread
         monkeypatch.setattr(_noise, "BACKGROUND_MIN_SIZE", threshold)
-        monkeypatch.setattr(_noise.os, "cpu_count", lambda: 2)
-        thetas.append(run_dp_sgd(np.zeros((41, 5)), oracle, 300, cfg,
-                                 sample_rng=np.random.default_rng(1),
-                                 noise_rng=np.random.default_rng(2)).theta)
+        with config_context(noise_prefetch=prefetch):
+            thetas.append(run_dp_sgd(np.zeros((41, 5)), oracle, 300, cfg,
+                                     sample_rng=np.random.default_rng(1),
+                                     noise_rng=np.random.default_rng(2)).theta)
+        assert len(started) == (threshold == 1 and prefetch)
     np.testing.assert_array_equal(thetas[0], thetas[1])
+    np.testing.assert_array_equal(thetas[0], thetas[2])
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_lazy_noise_on_a_worker_thread_only_when_asked_and_bit_identical(monkeypatch, momentum):
+    # The lazy CSR path draws its blocks of normals on the calling thread by
+    # default; with noise_prefetch=True on a worker, the same numbers.
+    from sklearn_fdp import config_context
+
+    started = _count_noise_threads(monkeypatch)
+    oracle, n = _sparse_problem(3)
+    cfg = replace(_lazy_config(0.9, 12), momentum=momentum)
+    theta0 = np.zeros((oracle.n_features + 1, 3))
+
+    def fit():
+        return run_lazy_sparse(theta0, oracle, n, cfg, sample_rng=np.random.default_rng(8),
+                               noise_rng=np.random.default_rng(9), block_length=7).theta
+
+    default = fit()
+    assert started == []
+    with config_context(noise_prefetch=True):
+        prefetched = fit()
+    assert started == [1]
+    np.testing.assert_array_equal(default, prefetched)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
