@@ -84,7 +84,7 @@ class _NoNormals:
     """
 
     def __init__(self, k):
-        self._zeros = np.zeros(2 * k)
+        self._zeros = np.zeros(3 * k)  # up to 3 k read past the last one used
 
     def view(self, need):
         return self._zeros
