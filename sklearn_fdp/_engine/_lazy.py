@@ -28,6 +28,7 @@ from .._kernels._momentum import (
     advance_momentum_tables,
     flush_momentum,
     lazy_momentum_steps,
+    release_only_tables,
     reset_momentum_tables,
 )
 from .._progress import progress_reporter
@@ -233,6 +234,8 @@ def run_lazy_sparse(theta0, oracle, n_samples, config, *, sample_rng, noise_rng,
             if linear_state:
                 advance_momentum_tables(g - f, eta[g - 1], same, cfg.momentum,
                                         cfg.l2_regularization, c_noise, dim, Phi, Sig, F, rank)
+                if g == cfg.steps:  # the last flush: only θ (and A) are released
+                    release_only_tables(g - f, dim, Sig, F, rank)
                 used = flush_momentum(S, k, dim, g, Phi, F, rank,
                                       normals.fresh(d * per_nnz + 3 * k))
             else:

@@ -71,33 +71,32 @@ def momentum_transition(eta, momentum, l2, c, dim, M, b):
 
 
 @njit(cache=True)
-def psd_factor(S, dim, F):
+def psd_factor(S, dim, F, L):
     """``F`` (3x3) with ``F Fᵀ = S`` (its ``dim x dim`` block, PSD); return its rank.
 
     Cholesky, where a pivot under ``PIVOT_RTOL`` times its diagonal entry
     counts as zero and its column is dropped; the kept columns are packed
-    to the left, so ``F[:, :rank]`` are the only non-zero columns.
+    to the left, so ``F[:, :rank]`` are the only non-zero columns. ``L``:
+    3x3 scratch (no allocation: this runs for every lag at every step).
     """
-    L = np.zeros((3, 3))
-    keep = np.zeros(3, dtype=np.bool_)
+    for r in range(3):
+        for s in range(3):
+            L[r, s] = 0.0
+            F[r, s] = 0.0
     for j in range(dim):
         d = S[j, j]
         for s in range(j):
             d -= L[j, s] * L[j, s]
         if S[j, j] > 0.0 and d > PIVOT_RTOL * S[j, j]:
-            keep[j] = True
-            L[j, j] = math.sqrt(d)
+            L[j, j] = math.sqrt(d)  # > 0: the column is kept
             for i in range(j + 1, dim):
                 acc = S[i, j]
                 for s in range(j):
                     acc -= L[i, s] * L[j, s]
                 L[i, j] = acc / L[j, j]
     rank = 0
-    for r in range(3):
-        for s in range(3):
-            F[r, s] = 0.0
     for j in range(dim):
-        if keep[j]:
+        if L[j, j] > 0.0:
             for i in range(dim):
                 F[i, rank] = L[i, j]
             rank += 1
@@ -126,6 +125,7 @@ def advance_momentum_tables(lag_max, eta_prev, same, momentum, l2, c, dim, Phi, 
     M = np.empty((3, 3))
     b = np.empty(3)
     T = np.empty((3, 3))
+    L = np.empty((3, 3))
     momentum_transition(eta_prev, momentum, l2, c, dim, M, b)
     lo = lag_max if same else 1
     for k in range(lag_max, lo - 1, -1):  # descending: lag k - 1 is still the old one
@@ -151,7 +151,24 @@ def advance_momentum_tables(lag_max, eta_prev, same, momentum, l2, c, dim, Phi, 
                 for u in range(dim):
                     acc += T[r, u] * M[s, u]
                 Sig[k, r, s] = acc + b[r] * b[s]
-        rank[k] = psd_factor(Sig[k], dim, F[k])
+        rank[k] = psd_factor(Sig[k], dim, F[k], L)
+
+
+@njit(cache=True)
+def release_only_tables(lag_max, dim, Sig, F, rank):
+    """Refactor the tables for a last catch-up whose carried momentum is never read.
+
+    At the end of the run only ``θ`` (and ``A``) are released, so their
+    marginal is all that must be exact: ``p``'s row and column of every
+    ``Σ_k`` are dropped (``p`` then gets no noise, and is discarded), which
+    saves a normal per coordinate in the tail (rank 2 instead of 3).
+    """
+    L = np.empty((3, 3))
+    for k in range(lag_max + 1):
+        for u in range(3):
+            Sig[k, 1, u] = 0.0
+            Sig[k, u, 1] = 0.0
+        rank[k] = psd_factor(Sig[k], dim, F[k], L)
 
 
 @njit(cache=True, inline="always")
