@@ -15,6 +15,9 @@ from .exceptions import (
 # and `sklearn-fdp --version` do not pay for scikit-learn, pandas, dp-accounting
 # or numba (issue 21). Public name -> the module that defines it.
 _LAZY = {
+    "config_context": "._config",
+    "get_config": "._config",
+    "set_config": "._config",
     "PrivacyPlan": "._plan",
     "PrivacyReport": "._report",
     "privacy_report": "._report",
@@ -78,14 +81,17 @@ __all__ = [
     "accounting",
     "audit",
     "check_collapse",
+    "config_context",
     "datasets",
     "exceptions",
     "features",
+    "get_config",
     "model_selection",
     "pipeline",
     "plotting",
     "preprocessing",
     "privacy_report",
     "progress_hook",
+    "set_config",
     "show_versions",
 ]

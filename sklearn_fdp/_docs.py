@@ -50,11 +50,11 @@ lr_schedule : {"constant", "cosine", "linear"}, default="cosine"
     Decay of the step size over the run.""",
     "momentum": """\
 momentum : float, default=0.9
-    Heavy-ball momentum in [0, 1). For wide sparse (CSR) data use 0: with
-    ``momentum=0`` and ``l2_regularization=0`` the noise of coordinates a
-    batch does not touch is drawn lazily and exactly (see the user
-    guide, "Lazy noise"), so a step costs its non-zeros instead of ``d``
-    Gaussian draws.""",
+    Heavy-ball momentum in [0, 1). On sparse (CSR) data the noise of
+    coordinates a batch does not touch is drawn lazily and exactly, with
+    or without momentum and weight decay (see the user guide, "Lazy
+    noise"), so a step costs its non-zeros instead of ``d`` Gaussian
+    draws.""",
     "average": """\
 average : bool, default=True
     Return the average of the iterates of the second half of the run

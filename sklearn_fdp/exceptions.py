@@ -25,8 +25,9 @@ class PrivacyLeakWarning(FdpWarning):
 class PerformanceWarning(FdpWarning):
     """A setting sends a fit down a much slower path than a close alternative.
 
-    Example: momentum on a wide sparse (CSR) matrix, which rules out the
-    exact lazy noise and draws a Gaussian for every coordinate at every step.
+    Example: a per-step callback (``verbose``) or a weight-norm projection on
+    a wide sparse (CSR) matrix, which rules out the exact lazy noise and
+    draws a Gaussian for every coordinate at every step.
     The results are correct either way.
     """
 

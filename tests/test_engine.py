@@ -236,8 +236,12 @@ def test_lazy_noise_applies_only_where_exact():
     assert lazy_noise_applies(oracle, cfg, **free)
     # σ = 0 (the non-private baseline) takes the sparse path too: nothing is pending.
     assert lazy_noise_applies(oracle, replace(cfg, noise_multiplier=0.0), **free)
-    for change in (dict(momentum=0.9), dict(l2_regularization=0.1), dict(max_weight_norm=1.0)):
-        assert not lazy_noise_applies(oracle, replace(cfg, **change), **free)
+    # Momentum and weight decay keep it lazy (the exact linear catch-up of
+    # _kernels/_momentum.py); a projection is not linear.
+    for change in (dict(momentum=0.9), dict(l2_regularization=0.1),
+                   dict(momentum=0.9, l2_regularization=0.1, average_start=10)):
+        assert lazy_noise_applies(oracle, replace(cfg, **change), **free)
+    assert not lazy_noise_applies(oracle, replace(cfg, max_weight_norm=1.0), **free)
     for key, value in (("public_oracle", lambda th: th), ("noise_mask", np.ones(1)),
                        ("noise_fn", lambda r: 0.0), ("callback", lambda t, th: None)):
         assert not lazy_noise_applies(oracle, cfg, **{**free, key: value})
@@ -249,13 +253,18 @@ def test_lazy_noise_applies_only_where_exact():
 @pytest.mark.parametrize("average_start", [None, 12])
 @pytest.mark.parametrize("clip", [1.0, np.inf])
 @pytest.mark.parametrize("fit_intercept", [True, False])
-def test_lazy_without_noise_equals_eager(k, average_start, clip, fit_intercept):
+@pytest.mark.parametrize("momentum,l2", [(0.0, 0.0), (0.9, 0.0), (0.9, 0.05), (0.0, 0.05)])
+def test_lazy_without_noise_equals_eager(k, average_start, clip, fit_intercept, momentum, l2):
     # With σ = 0 the two loops do the same arithmetic on the same batches
-    # (C = ∞ is the non-private baseline: σ C must not become NaN).
+    # (C = ∞ is the non-private baseline: σ C must not become NaN); with
+    # momentum or weight decay the same maths in another order (the lazy
+    # loop carries m v and applies the pending steps as matrix products).
     oracle, n = _sparse_problem(k, fit_intercept=fit_intercept)
     oracle.max_grad_norm = clip
-    cfg = replace(_lazy_config(0.0, average_start), max_grad_norm=clip)
+    cfg = replace(_lazy_config(0.0, average_start), max_grad_norm=clip, momentum=momentum,
+                  l2_regularization=l2)
     theta0 = np.zeros((oracle.n_features + int(fit_intercept), k))
+    theta0[0] = 0.3  # a non-zero start: weight decay acts on it
     eager = run_dp_sgd(theta0, oracle, n, cfg, sample_rng=np.random.default_rng(5),
                        noise_rng=np.random.default_rng(6), callback=lambda t, th: None).theta
     lazy = run_lazy_sparse(theta0, oracle, n, cfg, sample_rng=np.random.default_rng(5),
@@ -294,8 +303,10 @@ def test_lazy_noise_of_untouched_coordinates_has_the_exact_variance(average_star
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("k,average_start", [(1, 12), (3, None)])
-def test_lazy_and_eager_noise_give_the_same_distribution(k, average_start):
+@pytest.mark.parametrize("k,average_start,momentum,l2", [
+    (1, 12, 0.0, 0.0), (3, None, 0.0, 0.0),
+    (1, 12, 0.9, 0.0), (1, None, 0.9, 0.0), (3, 12, 0.9, 0.02), (1, 12, 0.0, 0.05)])
+def test_lazy_and_eager_noise_give_the_same_distribution(k, average_start, momentum, l2):
     """Two-sample KS per coordinate of the released model, eager vs lazy.
 
     The gradient depends on θ, so this exercises the catch-up before each
@@ -303,7 +314,7 @@ def test_lazy_and_eager_noise_give_the_same_distribution(k, average_start):
     total level of 1e-3 (a fixed-seed test: it either passes or it does not).
     """
     oracle, n = _sparse_problem(k)
-    cfg = _lazy_config(0.8, average_start)
+    cfg = replace(_lazy_config(0.8, average_start), momentum=momentum, l2_regularization=l2)
     theta0 = np.zeros((oracle.n_features + 1, k))
     eager, lazy = [], []
     for s in range(1000):
@@ -319,14 +330,15 @@ def test_lazy_and_eager_noise_give_the_same_distribution(k, average_start):
 
 
 @pytest.mark.parametrize("average_start", [None, 12])
-def test_lazy_chunking_changes_nothing(average_start, monkeypatch):
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_lazy_chunking_changes_nothing(average_start, momentum, monkeypatch):
     # Steps go to the kernel in chunks of drawn-ahead batches; one step per
     # call must give the same model bit for bit (no normal is skipped while
     # the stream's first block lasts).
     from sklearn_fdp._engine import _lazy
 
     oracle, n = _sparse_problem(3)
-    cfg = _lazy_config(0.9, average_start)
+    cfg = replace(_lazy_config(0.9, average_start), momentum=momentum)
     theta0 = np.zeros((oracle.n_features + 1, 3))
 
     def fit():
@@ -336,6 +348,95 @@ def test_lazy_chunking_changes_nothing(average_start, monkeypatch):
     chunked = fit()
     monkeypatch.setattr(_lazy, "MAX_CHUNK_STEPS", 1)
     np.testing.assert_array_equal(fit(), chunked)
+
+
+def _eager_linear_recursion(cfg, c, t_start, t_stop, tail_from):
+    """The eager update of one untouched coordinate, steps ``t_start .. t_stop - 1``, symbolically.
+
+    Rows: θ, v, A as coefficients over ``[θ(t_start), v(t_start), A(t_start), e_t_start, ..]``
+    (``e_u`` the step's standard normal, ``c = σ C / (q n)``), following
+    ``sgd_update``: ``g = c e + λ θ``, ``v = m v + g``, ``θ -= η_t v``, ``A += θ``
+    from step ``tail_from`` on.
+    """
+    m, lam = cfg.momentum, cfg.l2_regularization
+    n_e = t_stop - t_start
+    theta, v, A = (np.zeros(3 + n_e) for _ in range(3))
+    theta[0], v[1], A[2] = 1.0, 1.0, 1.0
+    for u in range(t_start, t_stop):
+        e = np.zeros(3 + n_e)
+        e[3 + u - t_start] = 1.0
+        v = m * v + c * e + lam * theta
+        theta = theta - cfg.step_size(u) * v
+        if u >= tail_from:
+            A = A + theta
+    return theta, v, A
+
+
+@pytest.mark.parametrize("schedule", ["cosine", "constant"])
+@pytest.mark.parametrize("dim", [2, 3])
+@pytest.mark.parametrize("l2", [0.0, 0.03])
+def test_momentum_catch_up_tables_are_the_eager_recursion(schedule, dim, l2):
+    """Φ_k, Σ_k (and F_k F_kᵀ = Σ_k) of every lag k equal the k-fold eager update.
+
+    The lazy state carries p = m v; the recursion here is written in v (as
+    the eager kernel), so the v(start) column maps to Φ[:, 1] m.
+    """
+    from sklearn_fdp._kernels._momentum import advance_momentum_tables, reset_momentum_tables
+
+    cfg = replace(_lazy_config(1.0, None, steps=40), momentum=0.9, l2_regularization=l2,
+                  lr_schedule=schedule, learning_rate=0.7)
+    c, f, g = 0.37, 5, 17  # the block's first step, its end
+    same = schedule == "constant"
+    Phi, Sig, F = (np.zeros((g - f + 1, 3, 3)) for _ in range(3))
+    rank = np.zeros(g - f + 1, dtype=np.intp)
+    reset_momentum_tables(dim, Phi, Sig, F, rank)
+    for t in range(f + 1, g + 1):
+        advance_momentum_tables(t - f, cfg.step_size(t - 1), same, cfg.momentum, l2, c, dim,
+                                Phi, Sig, F, rank)
+    # The tables now are those of a catch-up to step g.
+    for k in range(g - f + 1):
+        rows = _eager_linear_recursion(cfg, c, g - k, g, tail_from=0 if dim == 3 else g)
+        want_phi = np.array([[r[0], r[1] / cfg.momentum, r[2]] for r in rows])
+        want_phi[1] *= cfg.momentum  # p = m v
+        noise = np.array([r[3:] for r in rows])
+        noise[1] *= cfg.momentum
+        want_sig = noise @ noise.T
+        np.testing.assert_allclose(Phi[k, :dim, :dim], want_phi[:dim, :dim], rtol=1e-12,
+                                   atol=1e-13)
+        np.testing.assert_allclose(Sig[k, :dim, :dim], want_sig[:dim, :dim], rtol=1e-11,
+                                   atol=1e-13)
+        r = rank[k]
+        assert r == min(k, dim)  # k steps, k noises: rank k until the state's dimension
+        assert not F[k, :, r:].any()
+        np.testing.assert_allclose(F[k] @ F[k].T, Sig[k], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("average_start", [None, 12])
+def test_lazy_momentum_noise_of_untouched_coordinates_has_the_eager_variance(average_start):
+    """Never-touched columns with momentum and weight decay: their released value is Gaussian
+    with the variance of the eager recursion over the whole run (through block flushes and
+    the start of averaging).
+    """
+    oracle, n = _sparse_problem(1, empty_cols=500)
+    cfg = replace(_lazy_config(1.3, average_start), momentum=0.9, l2_regularization=0.02)
+    T = cfg.steps
+    c = 1.3 / (0.2 * n)
+    theta, _, A = _eager_linear_recursion(cfg, c, 0, T,
+                                          tail_from=T if average_start is None else average_start)
+    row = theta if average_start is None else A / (T - average_start)
+    var = (row[3:] ** 2).sum()
+    values = []
+    for seed in range(40):
+        th = run_lazy_sparse(np.zeros((oracle.n_features + 1, 1)), oracle, n, cfg,
+                             sample_rng=np.random.default_rng([seed, 0]),
+                             noise_rng=np.random.default_rng([seed, 1]), block_length=7).theta
+        values.append(th[6:-1, 0])  # the 500 empty columns
+    values = np.concatenate(values)  # 20,000 independent draws
+    rel_se = 1 / np.sqrt(2 * values.size)  # of the sample std
+    assert abs(values.std() / np.sqrt(var) - 1) < 5 * rel_se
+    assert abs(values.mean()) < 5 * np.sqrt(var / values.size)
+    assert stats.kstest(values / np.sqrt(var), "norm").pvalue > 1e-4
 
 
 def test_normal_stream_fresh_skips_only_a_short_remainder():
@@ -497,9 +598,23 @@ def test_noise_stream_background_draws_the_same_sequence():
     assert np.all(results[0][0][:, 1] == 0)
 
 
-def test_background_noise_gives_bit_identical_fits(monkeypatch):
+def _count_noise_threads(monkeypatch):
+    """Count the worker pools the noise streams start (a list that grows by one per pool)."""
     from sklearn_fdp._engine import _noise
 
+    started = []
+    real = _noise.ThreadPoolExecutor
+    monkeypatch.setattr(_noise, "ThreadPoolExecutor",
+                        lambda *a, **k: started.append(1) or real(*a, **k))
+    monkeypatch.setattr(_noise.os, "cpu_count", lambda: 2)
+    return started
+
+
+def test_background_noise_gives_bit_identical_fits(monkeypatch):
+    from sklearn_fdp import config_context
+    from sklearn_fdp._engine import _noise
+
+    started = _count_noise_threads(monkeypatch)
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 40))
     loss = LinearLoss("log_loss", 5)
@@ -508,13 +623,38 @@ def test_background_noise_gives_bit_identical_fits(monkeypatch):
     cfg = EngineConfig(steps=20, sampling_rate=0.1, noise_multiplier=1.0, max_grad_norm=1.0,
                        learning_rate=0.1, momentum=0.9, average_start=10)
     thetas = []
-    for threshold in (10**9, 1):  # never / always in the background
+    for threshold, prefetch in ((1, False), (10**9, True), (1, True)):  # only the last: a thread
         monkeypatch.setattr(_noise, "BACKGROUND_MIN_SIZE", threshold)
-        monkeypatch.setattr(_noise.os, "cpu_count", lambda: 2)
-        thetas.append(run_dp_sgd(np.zeros((41, 5)), oracle, 300, cfg,
-                                 sample_rng=np.random.default_rng(1),
-                                 noise_rng=np.random.default_rng(2)).theta)
+        with config_context(noise_prefetch=prefetch):
+            thetas.append(run_dp_sgd(np.zeros((41, 5)), oracle, 300, cfg,
+                                     sample_rng=np.random.default_rng(1),
+                                     noise_rng=np.random.default_rng(2)).theta)
+        assert len(started) == (threshold == 1 and prefetch)
     np.testing.assert_array_equal(thetas[0], thetas[1])
+    np.testing.assert_array_equal(thetas[0], thetas[2])
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_lazy_noise_on_a_worker_thread_only_when_asked_and_bit_identical(monkeypatch, momentum):
+    # The lazy CSR path draws its blocks of normals on the calling thread by
+    # default; with noise_prefetch=True on a worker, the same numbers.
+    from sklearn_fdp import config_context
+
+    started = _count_noise_threads(monkeypatch)
+    oracle, n = _sparse_problem(3)
+    cfg = replace(_lazy_config(0.9, 12), momentum=momentum)
+    theta0 = np.zeros((oracle.n_features + 1, 3))
+
+    def fit():
+        return run_lazy_sparse(theta0, oracle, n, cfg, sample_rng=np.random.default_rng(8),
+                               noise_rng=np.random.default_rng(9), block_length=7).theta
+
+    default = fit()
+    assert started == []
+    with config_context(noise_prefetch=True):
+        prefetched = fit()
+    assert started == [1]
+    np.testing.assert_array_equal(default, prefetched)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -537,17 +677,27 @@ def test_column_subset_norms_blockwise_equal_the_whole_selection(monkeypatch, dt
         np.testing.assert_array_equal(got, want)
 
 
-def test_wide_sparse_fit_off_the_lazy_path_warns_and_names_the_fix():
-    # 140,000 parameters on CSR: momentum (the DPSGDClassifier default) rules
-    # out lazy noise, so every step draws a Gaussian per coordinate.
+def test_wide_sparse_fit_off_the_lazy_path_warns_and_names_the_fix(monkeypatch):
+    # 140,000 parameters on CSR: the defaults (momentum 0.9, averaging,
+    # cosine schedule) and weight decay take the lazy path; a per-step
+    # callback (verbose) rules it out, so every step draws a Gaussian per
+    # coordinate.
     from sklearn_fdp import DPSGDClassifier
+    from sklearn_fdp._engine import _lazy
     from sklearn_fdp.exceptions import PerformanceWarning
 
     rng = np.random.default_rng(0)
     X = sp.random(200, 140_000, density=2e-4, format="csr", random_state=0)
     y = rng.integers(0, 2, 200)
     common = dict(epsilon=1.0, epochs=1, random_state=0)
-    with pytest.warns(PerformanceWarning, match=r"momentum=0\.9.*use momentum=0"):
-        DPSGDClassifier(**common).fit(X, y)
-    DPSGDClassifier(momentum=0.0, **common).fit(X, y)  # lazy: no warning (errors would raise)
-    DPSGDClassifier(**common).fit(X[:, :1000], y)  # small model: no warning
+    with pytest.warns(PerformanceWarning, match=r"per-step callback.*verbose=0"):
+        DPSGDClassifier(verbose=1, **common).fit(X, y)
+    taken = []
+    real = _lazy.run_lazy_sparse
+    monkeypatch.setattr(_lazy, "run_lazy_sparse", lambda *a, **kw: taken.append(1) or real(*a, **kw))
+    from sklearn_fdp._engine import _loop
+    monkeypatch.setattr(_loop, "run_lazy_sparse", _lazy.run_lazy_sparse)
+    DPSGDClassifier(**common).fit(X, y)  # lazy: no warning (errors would raise)
+    DPSGDClassifier(l2_regularization=1e-3, **common).fit(X, y)
+    assert len(taken) == 2
+    DPSGDClassifier(verbose=1, **common).fit(X[:, :1000], y)  # small model: no warning

@@ -121,6 +121,90 @@ def test_clip_residuals_in_place(code, k, dtype):
     np.testing.assert_allclose(got, want, **_tol(dtype))
 
 
+def _old_softmax_residual(z, label):
+    """The multinomial residual as the kernel computed it before the subnormal flush
+    (the same IEEE operations in Python floats)."""
+    import math
+
+    zmax = max(z)
+    r = [math.exp(v - zmax) for v in z]
+    total = 0.0
+    for v in r:
+        total += v
+    r = [v / total for v in r]
+    r[label] -= 1.0
+    sq = 0.0
+    for v in r:
+        sq += v * v
+    return r, sq
+
+
+def test_residuals_without_subnormals_are_unchanged_bit_for_bit():
+    # Logit gaps up to ~350: no exp, quotient or square is subnormal, so the
+    # flush must not change a bit.
+    rng = np.random.default_rng(0)
+    r = np.empty(100)
+    for spread in (1.0, 30.0, 300.0):
+        for _ in range(50):
+            z = rng.uniform(-spread, 0.0, 100)
+            label = int(rng.integers(100))
+            want, want_sq = _old_softmax_residual(z.tolist(), label)
+            assert min(abs(v) for v in want if v != 0.0) >= K._linear.SQRT_TINY
+            sq = K.residual_row(z, float(label), K.MULTI_LOG, r)
+            assert sq == want_sq
+            np.testing.assert_array_equal(r, want)
+
+
+@pytest.mark.parametrize("code,k", [(K.MULTI_LOG, 100), (K.BINARY_LOG, 1)])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_huge_logits_give_no_subnormal_residuals_and_stay_clipped(code, k, dtype):
+    # Logit gaps of hundreds to thousands (large steps on rows of large norm)
+    # used to fill the residuals with subnormals (slow in every later
+    # operation). They are flushed to exact zeros; what is kept matches the
+    # reference, and the clipped gradient norm stays below C.
+    rng = np.random.default_rng(1)
+    m = 64
+    Z = rng.uniform(-3000.0, 3000.0, size=(m, k))
+    if k > 1:
+        Z[:, 0] = 0.0  # one class near the top, the others spread below it
+    else:
+        Z[:16, 0] = rng.uniform(-720.0, -350.0, 16)  # sigmoid's tiny band
+    y = (rng.integers(0, 2, m) if k == 1 else rng.integers(0, k, m)).astype(float)
+    x_norm_sq = rng.uniform(1.0, 1e4, m)
+    x_norm_sq[:4] = 1e300  # rows of enormous norm: tiny residuals must still be clipped
+    got = Z.astype(dtype)
+    K.clip_residuals(got, y, code, x_norm_sq, 1.0, 10)
+    tiny = np.finfo(dtype).tiny
+    assert not np.any((got != 0) & (np.abs(got) < tiny))  # no subnormal left
+    loss = LinearLoss("log_loss", k)
+    R = loss.residual(Z.astype(dtype).astype(np.float64), y if k == 1 else y.astype(np.intp))
+    kept = got != 0
+    # Each kept entry is the reference residual times the row's clip factor (≤ 1).
+    ratio = np.where(kept, got / np.where(kept, R, 1.0), np.nan)
+    for i in range(m):
+        row = ratio[i][kept[i]]
+        if row.size:
+            np.testing.assert_allclose(row, row[0], rtol=1e-5 if dtype == np.float32 else 1e-12)
+            assert 0 < row[0] <= 1 + 1e-12
+        # The released per-example gradient norm ‖x~‖ ‖c r‖ stays ≤ C.
+        assert np.sqrt(x_norm_sq[i]) * np.linalg.norm(got[i].astype(np.float64)) <= 1.0
+    # A flushed entry was below sqrt(TINY) (its square subnormal) or below the
+    # dtype's TINY after the clip (within a factor 2 of the clip's rounding).
+    norms = np.sqrt(x_norm_sq) * np.linalg.norm(R, axis=1)
+    factor = np.minimum(1.0, 1.0 / np.where(norms > 0, norms, 1.0))
+    flushed = ~kept & (R != 0)
+    small = (np.abs(R) < K._linear.SQRT_TINY) | (np.abs(R) * factor[:, None] < 2 * float(tiny))
+    assert np.all(small[flushed])
+    assert flushed.any()  # the case is exercised
+
+
+def test_nan_logits_still_give_nan_residuals():
+    # The flush must not hide a diverged model: NaN in, NaN out.
+    r = np.empty(3)
+    assert np.isnan(K.residual_row(np.array([0.0, np.nan, -1.0]), 0.0, K.MULTI_LOG, r))
+    assert np.isnan(K.residual_row(np.array([np.nan]), 1.0, K.BINARY_LOG, r[:1]))
+
+
 def test_clip_never_exceeds_bound_in_float32():
     # Clipped per-example gradient norms must not exceed C, even after rounding.
     rng = np.random.default_rng(3)
@@ -186,7 +270,7 @@ def test_second_process_loads_every_kernel_from_the_disk_cache(tmp_path):
         "import numpy as np, scipy.sparse as sp\n"
         "from sklearn_fdp import DPSGDClassifier\n"
         "X = np.random.default_rng(0).normal(size=(200, 5)); y = (X[:, 0] > 0).astype(int)\n"
-        "for Z, m in ((X, 0.9), (sp.csr_matrix(X), 0.0)):\n"
+        "for Z, m in ((X, 0.9), (sp.csr_matrix(X), 0.0), (sp.csr_matrix(X), 0.9)):\n"
         "    DPSGDClassifier(epsilon=None, noise_multiplier=1.0, epochs=1, momentum=m,\n"
         "                    random_state=0).fit(Z, y)\n"
     )

@@ -6,7 +6,12 @@ hundreds of times the gradient's work. When the update of a coordinate that
 no batch row touches is *only* its noise -- no momentum, no weight decay, no
 projection, no public gradient -- that noise can be summed in closed form
 and drawn when the coordinate is next needed (see
-:mod:`sklearn_fdp._kernels._sparse` for the maths). The released model (the
+:mod:`sklearn_fdp._kernels._sparse` for the maths). With momentum and/or
+weight decay the untouched coordinate's (weight, momentum[, tail sum]) follow
+a linear recursion driven by its Gaussians, so a catch-up over ``k`` steps is
+one draw from a small multivariate Gaussian (:mod:`sklearn_fdp._kernels._momentum`).
+A projection or a public gradient couples every coordinate at every step and
+keeps the eager loop. The released model (the
 final or averaged iterate) has exactly the distribution it has under eager
 noise; intermediate iterates are never released, and this path refuses a
 ``callback`` (which would see them).
@@ -19,6 +24,13 @@ import math
 import numpy as np
 
 from .._kernels import catch_up_tables, flush, lazy_steps
+from .._kernels._momentum import (
+    advance_momentum_tables,
+    flush_momentum,
+    lazy_momentum_steps,
+    release_only_tables,
+    reset_momentum_tables,
+)
 from .._progress import progress_reporter
 from ._config import EngineResult
 from ._linear import LinearGradientOracle
@@ -29,6 +41,8 @@ from ._samplers import PoissonSampler
 # Most steps one kernel call runs (the chunk is also cut where the normals
 # already drawn run out).
 MAX_CHUNK_STEPS = 256
+# Longest block (steps between flushes) with momentum or weight decay.
+MOMENTUM_MAX_BLOCK = 512
 # Blocks of normals drawn ahead on a long run (see NormalStream's ``depth``).
 NORMAL_BLOCKS_AHEAD = 3
 
@@ -43,10 +57,6 @@ def lazy_noise_blockers(private_oracle, config, *, public_oracle, noise_mask, no
             or type(private_oracle) is not LinearGradientOracle):  # subclasses may change the maths
         return None
     reasons = []
-    if config.momentum != 0:
-        reasons.append(f"momentum={config.momentum:g}")
-    if config.l2_regularization != 0:
-        reasons.append(f"l2_regularization={config.l2_regularization:g}")
     if config.max_weight_norm is not None:
         reasons.append("a weight-norm projection")
     if public_oracle is not None:
@@ -75,7 +85,7 @@ class _NoNormals:
     """
 
     def __init__(self, k):
-        self._zeros = np.zeros(2 * k)
+        self._zeros = np.zeros(3 * k)  # up to 3 k read past the last one used
 
     def view(self, need):
         return self._zeros
@@ -129,20 +139,33 @@ def run_lazy_sparse(theta0, oracle, n_samples, config, *, sample_rng, noise_rng,
     eta = np.array([cfg.step_size(t) for t in range(cfg.steps)], dtype=np.float64)
     c2 = (eta * noise_std / normaliser) ** 2  # variance each step adds to a coordinate
 
+    # Momentum or weight decay: the catch-up is a small linear recursion
+    # (_kernels/_momentum.py); without them, the closed form of _sparse.py.
+    linear_state = cfg.momentum != 0 or cfg.l2_regularization != 0
     if block_length is None:
         nnz_per_step = max(1.0, cfg.sampling_rate * X.nnz)
-        block_length = int(min(4096, max(16, math.ceil(8 * d / nnz_per_step))))
+        # With momentum each step also advances a table entry per lag of the
+        # block (when the step size changes), so blocks are kept shorter.
+        cap = MOMENTUM_MAX_BLOCK if linear_state else 4096
+        block_length = int(min(cap, max(16, math.ceil(8 * d / nnz_per_step))))
     starts, t0 = _blocks(cfg.steps, cfg.average_start, block_length)
     averaged = t0 < cfg.steps
 
-    # Lazy state, one row per feature: weights, tail sum (if averaging), last.
-    S = np.zeros((d, 2 * k + 1 if averaged else k + 1), dtype=np.float64)
+    # Lazy state, one row per feature: weights, [carried momentum,] tail sum
+    # (if averaging), last.
+    n_state = (3 if linear_state else 2) if averaged else (2 if linear_state else 1)
+    S = np.zeros((d, n_state * k + 1), dtype=np.float64)
     S[:, :k] = theta0[:d]
     intercept = np.array(theta0[d], dtype=np.float64) if oracle.fit_intercept else np.empty(0)
     intercept_sum = np.zeros(k)
+    intercept_v = np.zeros(k)
     step_scale = -eta / normaliser
     longest = max((g - f for f, g in zip(starts[:-1], starts[1:])), default=0)
     sd, slope, resid_sd = (np.empty(longest + 1) for _ in range(3))
+    if linear_state:
+        Phi, Sig, F = (np.zeros((longest + 1, 3, 3)) for _ in range(3))
+        rank = np.zeros(longest + 1, dtype=np.intp)
+        c_noise = noise_std / normaliser
     residuals = np.empty((0, k), dtype=np.float64)
     indptr = X.indptr
     pending = None  # a batch drawn for the next chunk
@@ -155,11 +178,19 @@ def run_lazy_sparse(theta0, oracle, n_samples, config, *, sample_rng, noise_rng,
     report = progress_reporter(cfg.steps)  # None unless a progress hook is installed
     with (NormalStream(noise_rng, depth=depth) if noise_std > 0 else _NoNormals(k)) as normals:
         for f, g in zip(starts[:-1], starts[1:]):
-            q0, q1, q2 = _block_prefix_sums(c2, f, g)
             tail = averaged and f >= t0
-            # Normals reserved per non-zero (used when its coordinate is
-            # pending) and per step (the intercept's).
-            per_nnz, per_step = (k * (2 if tail else 1), k) if noise_std > 0 else (0, 0)
+            if linear_state:
+                dim = 3 if tail else 2
+                same = bool(np.all(eta[f:g] == eta[f]))
+                reset_momentum_tables(dim, Phi, Sig, F, rank)
+                per_nnz, per_step = (k * dim, k) if noise_std > 0 else (0, 0)
+            else:
+                q0, q1, q2 = _block_prefix_sums(c2, f, g)
+                # Normals reserved per non-zero (used when its coordinate is
+                # pending) and per step (the intercept's).
+                per_nnz, per_step = (k * (2 if tail else 1), k) if noise_std > 0 else (0, 0)
+            # Normals read (times 0) past the last one used.
+            pad = 3 * k if linear_state else 2 * k
             t = f
             while t < g:
                 # A chunk of steps whose normals are already drawn (at least
@@ -169,7 +200,7 @@ def run_lazy_sparse(theta0, oracle, n_samples, config, *, sample_rng, noise_rng,
                 # is skipped (NormalStream.fresh). No normal is ever used
                 # twice, so every coordinate still gets fresh N(0, 1) draws.
                 avail = normals.available()
-                batches, need = [], 2 * k  # 2 k read (times 0) past the last
+                batches, need = [], pad
                 while t + len(batches) < g and len(batches) < MAX_CHUNK_STEPS:
                     batch = sampler.sample() if pending is None else pending
                     pending = None
@@ -184,23 +215,41 @@ def run_lazy_sparse(theta0, oracle, n_samples, config, *, sample_rng, noise_rng,
                 largest = int(np.diff(batch_ptr).max())
                 if residuals.shape[0] < largest:
                     residuals = np.empty((2 * largest, k), dtype=np.float64)
-                used = lazy_steps(
-                    indptr, X.indices, X.data, np.concatenate(batches).astype(np.intp),
-                    batch_ptr, oracle.y_kernel, S, k, intercept, intercept_sum, oracle.code,
-                    oracle.x_norm_sq, oracle.max_grad_norm, t, f, step_scale, noise_std,
-                    q0, q1, q2, tail, normals.fresh(need), 0, residuals, sd, slope, resid_sd)
+                if linear_state:
+                    used = lazy_momentum_steps(
+                        indptr, X.indices, X.data, np.concatenate(batches).astype(np.intp),
+                        batch_ptr, oracle.y_kernel, S, k, dim, intercept, intercept_v,
+                        intercept_sum, oracle.code, oracle.x_norm_sq, oracle.max_grad_norm, t, f,
+                        eta, normaliser, cfg.momentum, cfg.l2_regularization, c_noise,
+                        noise_std, same, Phi, Sig, F, rank, normals.fresh(need), 0, residuals)
+                else:
+                    used = lazy_steps(
+                        indptr, X.indices, X.data, np.concatenate(batches).astype(np.intp),
+                        batch_ptr, oracle.y_kernel, S, k, intercept, intercept_sum, oracle.code,
+                        oracle.x_norm_sq, oracle.max_grad_norm, t, f, step_scale, noise_std,
+                        q0, q1, q2, tail, normals.fresh(need), 0, residuals, sd, slope, resid_sd)
                 normals.advance(used)
                 t += len(batches)
             # Flush: every coordinate's pending noise up to the block's end.
-            catch_up_tables(g, f, q0, q1, q2, tail, sd, slope, resid_sd)
-            used = flush(S, k, g, f, sd, slope, resid_sd, tail, normals.fresh(d * per_nnz + 2 * k))
+            if linear_state:
+                advance_momentum_tables(g - f, eta[g - 1], same, cfg.momentum,
+                                        cfg.l2_regularization, c_noise, dim, Phi, Sig, F, rank)
+                if g == cfg.steps:  # the last flush: only θ (and A) are released
+                    release_only_tables(g - f, dim, Sig, F, rank)
+                used = flush_momentum(S, k, dim, g, Phi, F, rank,
+                                      normals.fresh(d * per_nnz + 3 * k))
+            else:
+                catch_up_tables(g, f, q0, q1, q2, tail, sd, slope, resid_sd)
+                used = flush(S, k, g, f, sd, slope, resid_sd, tail,
+                             normals.fresh(d * per_nnz + 2 * k))
             normals.advance(used)
             if report is not None:
                 report(g)
 
     theta = np.empty(theta0.shape, dtype=theta0.dtype)
     n_avg = cfg.steps - t0
-    theta[:d] = S[:, k:2 * k] / n_avg if averaged else S[:, :k]
+    a = (2 if linear_state else 1) * k  # the tail sum's columns
+    theta[:d] = S[:, a:a + k] / n_avg if averaged else S[:, :k]
     if oracle.fit_intercept:
         theta[d] = intercept_sum / n_avg if averaged else intercept
     return EngineResult(theta=theta, steps=cfg.steps)

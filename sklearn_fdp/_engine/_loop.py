@@ -100,11 +100,11 @@ def run_dp_sgd(
         after ``private_oracle``, with ``noise_rng``; it must use no other
         randomness, and the caller's accounting must match the noise it draws.
 
-    On CSR data with no momentum, weight decay, projection, public oracle,
-    custom noise or callback, the run goes to
-    :func:`~sklearn_fdp._engine._lazy.run_lazy_sparse`: the same released
-    model in distribution, with the noise of untouched coordinates drawn
-    lazily in closed form (the final or averaged iterate is the only
+    On CSR data with no projection, public oracle, custom noise or
+    callback, the run goes to :func:`~sklearn_fdp._engine._lazy.run_lazy_sparse`
+    (momentum, weight decay, schedules and averaging included): the same
+    released model in distribution, with the noise of untouched coordinates
+    drawn lazily in closed form (the final or averaged iterate is the only
     release; intermediate iterates never leave the loop).
 
     Returns
@@ -116,7 +116,7 @@ def run_dp_sgd(
     blockers = lazy_noise_blockers(private_oracle, cfg, public_oracle=public_oracle,
                                    noise_mask=noise_mask, noise_fn=noise_fn, callback=callback)
     if blockers == []:
-        # Sparse data without momentum: exact noise, drawn per touched coordinate.
+        # Sparse data: exact noise, drawn per touched coordinate.
         return run_lazy_sparse(theta0, private_oracle, n_samples, cfg,
                                sample_rng=sample_rng, noise_rng=noise_rng)
     if blockers and cfg.noise_multiplier > 0 and theta0.size >= DENSE_NOISE_WARN_SIZE:
@@ -124,8 +124,9 @@ def run_dp_sgd(
             f"Sparse input with {theta0.size:,} parameters: {', '.join(blockers)} keep(s) the "
             f"fit off the lazy-noise path, so every one of its {cfg.steps:,} steps draws "
             f"{theta0.size:,} Gaussians and updates every coordinate. For wide sparse data "
-            "use momentum=0 and l2_regularization=0 (and verbose=0): the noise is then drawn "
-            "lazily and exactly, per touched coordinate (user guide, 'Lazy noise').",
+            "use verbose=0 and no max_weight_norm: the noise is then drawn lazily and "
+            "exactly, per touched coordinate, momentum and weight decay included (user "
+            "guide, 'Lazy noise').",
             PerformanceWarning,
             stacklevel=2,
         )

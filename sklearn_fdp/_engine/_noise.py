@@ -7,6 +7,11 @@ one the loop would draw itself -- the same generator, in the same order,
 with the same sizes and the same scaling -- so a fit gives bit-identical
 results with and without the background thread.
 
+By default the noise is drawn on the calling thread (one thread, as
+scikit-learn's SGDClassifier and Opacus); the worker thread is used only
+under ``sklearn_fdp.set_config(noise_prefetch=True)`` (or
+``config_context``), when it is also worth its hand-off.
+
 Measured on the 2-core reference machine (benchmarks/bench_speed.py):
 60,100 normals (a 600 x 100 model) cost ~0.5 ms, about a quarter to a half
 of the step's matrix products; hidden behind them when a core is free. Below
@@ -20,14 +25,20 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from .._config import get_config
 from .._secure import SecureGenerator
 
 BACKGROUND_MIN_SIZE = 1 << 15
 FIRST_BLOCK = 1 << 16  # size of a NormalStream's first block
 
 
+def _prefetch_allowed():
+    """Whether the settings ask for a worker thread and a second core exists."""
+    return get_config()["noise_prefetch"] and (os.cpu_count() or 1) > 1
+
+
 def _background_default(size):
-    return size >= BACKGROUND_MIN_SIZE and (os.cpu_count() or 1) > 1
+    return size >= BACKGROUND_MIN_SIZE and _prefetch_allowed()
 
 
 class _AheadDraws:
@@ -82,8 +93,8 @@ class NoiseStream(_AheadDraws):
         How many arrays will be taken; nothing is drawn beyond them, so the
         generator ends in the same state either way.
     background : bool or None
-        Draw one step ahead on a worker thread; ``None`` decides by size and
-        core count.
+        Draw one step ahead on a worker thread; ``None``: when the
+        ``noise_prefetch`` setting asks for it, by size and core count.
     """
 
     def __init__(self, rng, shape, dtype, std, mask, n_draws, background=None):
@@ -120,7 +131,8 @@ class NormalStream(_AheadDraws):
     kernel reports how many it used, :meth:`advance` moves past them. Every
     normal is used at most once, in order. The sequence is drawn in blocks
     of ``block`` normals, the next block on a worker thread when
-    ``background`` (the numbers do not depend on it). ``block=None``: 2**20,
+    ``background`` (the numbers do not depend on it; ``None``: the
+    ``noise_prefetch`` setting). ``block=None``: 2**20,
     or 2**16 for a :class:`~sklearn_fdp._secure.SecureGenerator`, whose
     normals cost ~20 times more, so a small fit does not pay for a million
     it never uses (a block is drawn in pieces of 2**16 either way). The
@@ -137,7 +149,7 @@ class NormalStream(_AheadDraws):
             block = 1 << 16 if isinstance(rng, SecureGenerator) else 1 << 20
         self.block = int(block)
         if background is None:
-            background = (os.cpu_count() or 1) > 1
+            background = _prefetch_allowed()
         self._blocks_drawn = 0
         self._start(background, depth=int(depth))
         self._buf = np.empty(0)

@@ -10,9 +10,10 @@ No kernel uses ``parallel=True``. Measured on the 2-core reference machine
 (another job on the second core): a ``prange`` version of ``clip_residuals``
 took 85 instead of 181 µs at batch 256 x 100 classes, but 11 instead of
 5.5 µs at 256 x 1 and was erratic at 4096 x 100 (13 ms instead of 2.6 ms
-when the second core was busy). The engine spends the second core on
-drawing the next step's noise instead (``_engine/_noise.py``), which hides a
-larger cost (0.5 ms per step at 600 x 100) and cannot change the results.
+when the second core was busy). The engine can spend a second core on
+drawing the next step's noise instead (``_engine/_noise.py``, under
+``set_config(noise_prefetch=True)``), which hides a larger cost (0.5 ms per
+step at 600 x 100) and cannot change the results.
 """
 
 from ._linear import (

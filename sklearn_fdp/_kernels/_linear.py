@@ -43,10 +43,27 @@ def loss_code(loss, n_outputs):
     raise ValueError(f"Unknown loss {loss!r}; use 'log_loss' or 'hinge'.")
 
 
+# Subnormal floats (below the smallest normal, TINY) make every operation on
+# them tens to hundreds of times slower (a microcode assist, or glibc's slow
+# path of exp). A model with large logits (large steps on rows of large
+# norm) produces them in the log losses' residuals: exp(z_c - z_max) for a
+# gap beyond 708, and squares r_c² of residuals below sqrt(TINY) (a gap
+# beyond ~354). The residuals below flush such entries to exact zeros: the
+# result differs only where a subnormal (or an underflow to 0) occurred, and
+# a zeroed entry only shrinks the per-example gradient, so the clip bound
+# holds (the norm is taken over the entries kept).
+TINY = float(np.finfo(np.float64).tiny)
+SQRT_TINY = 1.49e-154  # r² < TINY below (sqrt(TINY) = 1.4917e-154)
+EXP_UNDERFLOW = -708.5  # exp(x) < TINY below (log(TINY) = -708.396)
+
+
 @njit(cache=True, inline="always")
 def _sigmoid(z):
     if z >= 0.0:
-        return 1.0 / (1.0 + math.exp(-z))
+        # exp(-z) would be subnormal or 0; 1 + it is 1 either way.
+        return 1.0 / (1.0 + (math.exp(-z) if z <= -EXP_UNDERFLOW else 0.0))
+    if z < EXP_UNDERFLOW:
+        return 0.0  # e / (1 + e) = e, subnormal or 0 (NaN goes on to exp)
     e = math.exp(z)
     return e / (1.0 + e)
 
@@ -55,12 +72,16 @@ def _sigmoid(z):
 def residual_row(z, yi, code, r):
     """Residual ``r`` (length k) of one row from its decision values ``z``.
 
-    Returns ``‖r‖²``.
+    Returns ``‖r‖²``. Log-loss entries whose square would be subnormal
+    (``|r_c| < SQRT_TINY``) are exact zeros (see ``TINY`` above).
     """
     k = z.shape[0]
     if code == BINARY_LOG:
-        r[0] = _sigmoid(z[0]) - yi
-        return r[0] * r[0]
+        r0 = _sigmoid(z[0]) - yi
+        if abs(r0) < SQRT_TINY:
+            r0 = 0.0
+        r[0] = r0
+        return r0 * r0
     if code == BINARY_HINGE:
         r[0] = -yi if yi * z[0] < 1.0 else 0.0
         return r[0] * r[0]
@@ -72,14 +93,19 @@ def residual_row(z, yi, code, r):
                 zmax = z[c]
         total = 0.0
         for c in range(k):
-            r[c] = math.exp(z[c] - zmax)
+            gap = z[c] - zmax
+            # Not `gap >= ...`: a NaN gap must go on to exp (and stay NaN).
+            r[c] = 0.0 if gap < EXP_UNDERFLOW else math.exp(gap)
             total += r[c]
         sq = 0.0
         for c in range(k):
             r[c] /= total
         r[label] -= 1.0
         for c in range(k):
-            sq += r[c] * r[c]
+            if abs(r[c]) < SQRT_TINY:
+                r[c] = 0.0
+            else:
+                sq += r[c] * r[c]
         return sq
     # Crammer–Singer: the runner-up j != y (first index on ties, like argmax).
     best = -1
@@ -152,8 +178,10 @@ def _clipped_residual_row(z, yi, code, x_norm_sq_i, target, r):
     if rsq == 0.0:
         return False
     s = _clip_factor(x_norm_sq_i * rsq, target)
-    for c in range(r.shape[0]):
-        r[c] *= s
+    if s != 1.0:  # (a NaN s scales too, as it always did)
+        for c in range(r.shape[0]):
+            v = r[c] * s
+            r[c] = 0.0 if abs(v) < TINY else v  # no subnormal into the sums
     return True
 
 
@@ -169,6 +197,7 @@ def clip_residuals(Z, y, code, x_norm_sq, clip, n_rows=0):
     """
     m, k = Z.shape
     clip = _clip_target(clip, Z, n_rows + k)
+    tiny = np.finfo(Z.dtype).tiny  # a float32 Z: no float32 subnormal into the GEMM
     z = np.empty(k)
     r = np.empty(k)
     for i in range(m):
@@ -176,7 +205,7 @@ def clip_residuals(Z, y, code, x_norm_sq, clip, n_rows=0):
             z[c] = Z[i, c]
         _clipped_residual_row(z, y[i], code, x_norm_sq[i], clip, r)
         for c in range(k):
-            Z[i, c] = r[c]
+            Z[i, c] = 0.0 if abs(r[c]) < tiny else r[c]
 
 
 @njit(cache=True)

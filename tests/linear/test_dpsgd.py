@@ -115,26 +115,34 @@ def test_same_random_state_same_coef_and_different_states_differ(binary):
     assert not np.array_equal(a.coef_, c.coef_)
 
 
-def test_sparse_and_float32_inputs(binary):
+def test_sparse_and_float32_inputs(binary, monkeypatch):
+    # CSR input takes the lazy-noise path (same model in distribution, other
+    # draws); kept on the eager path it must give the dense model.
+    from sklearn_fdp._engine import _loop
+
     X, y = binary
     dense = DPSGDClassifier(epsilon=1.0, epochs=2, random_state=3).fit(X, y)
-    csr = DPSGDClassifier(epsilon=1.0, epochs=2, random_state=3).fit(sp.csr_matrix(X), y)
+    with monkeypatch.context() as m:
+        m.setattr(_loop, "lazy_noise_blockers", lambda *a, **k: ["forced eager"])
+        csr = DPSGDClassifier(epsilon=1.0, epochs=2, random_state=3).fit(sp.csr_matrix(X), y)
     np.testing.assert_allclose(dense.coef_, csr.coef_, rtol=1e-10, atol=1e-12)
     f32 = DPSGDClassifier(epsilon=1.0, epochs=2, random_state=3).fit(X.astype(np.float32), y)
     assert f32.coef_.dtype == np.float32
     np.testing.assert_allclose(f32.coef_, dense.coef_, rtol=1e-3, atol=1e-3)
 
 
-def test_sparse_without_momentum_uses_lazy_noise_and_learns(binary, monkeypatch):
-    # momentum=0 on CSR input takes the lazy-noise path; same model in
-    # distribution as the dense fit, so at a generous budget both learn alike.
+@pytest.mark.parametrize("momentum,l2", [(0.0, 0.0), (0.9, 0.0), (0.9, 1e-3)])
+def test_sparse_uses_lazy_noise_and_learns(binary, monkeypatch, momentum, l2):
+    # CSR input takes the lazy-noise path, with or without momentum and
+    # weight decay; same model in distribution as the dense fit, so at a
+    # generous budget both learn alike.
     from sklearn_fdp._engine import _loop
 
     calls = []
     real = _loop.run_lazy_sparse
     monkeypatch.setattr(_loop, "run_lazy_sparse", lambda *a, **k: calls.append(1) or real(*a, **k))
     X, y = binary
-    params = dict(epsilon=8.0, epochs=5, momentum=0.0, random_state=0)
+    params = dict(epsilon=8.0, epochs=5, momentum=momentum, l2_regularization=l2, random_state=0)
     csr = DPSGDClassifier(**params).fit(sp.csr_matrix(X), y)
     dense = DPSGDClassifier(**params).fit(X, y)
     assert calls == [1]

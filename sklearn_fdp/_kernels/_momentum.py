@@ -1,0 +1,305 @@
+"""Numba kernels for lazily drawn noise with momentum and weight decay (exact).
+
+The eager step (:func:`~sklearn_fdp._kernels._update.sgd_update`, no public
+gradient, no projection) of one coordinate is, with ``N = q n`` the expected
+batch size, ``g`` its clipped gradient sum and ``e ~ N(0, 1)`` its noise::
+
+    v' = m v + (g + σ C e) / N + λ θ,   θ' = θ − η_t v',   A' = A + θ' (tail).
+
+Written in the carried momentum ``p = m v`` (what the next step inherits),
+the gradient enters additively *before* the step's transition,
+``p ← p + g / N``, and the transition is the same for every coordinate::
+
+    v' = p + λ θ + c e,   θ' = θ − η_t v',   p' = m v',   A' = A + θ',
+
+with ``c = σ C / N``: linear in the state ``s = (θ, p[, A])``,
+``s' = M_t s + b_t e`` with::
+
+    M_t = [[1 − η_t λ, −η_t, 0], [m λ, m, 0], [1 − η_t λ, −η_t, 1]],
+    b_t = c (−η_t, m, −η_t).
+
+A coordinate no batch row touches between steps ``t − k`` and ``t``
+therefore moves to ``Φ s + F e`` with ``Φ = M_{t−1} ⋯ M_{t−k}``,
+``Σ = Σ_u (M_{t−1} ⋯ M_{u+1}) b_u b_uᵀ (⋯)ᵀ`` and ``F Fᵀ = Σ`` (``e`` a few
+standard normals): exactly the eager distribution, as for the momentum-0
+path of :mod:`._sparse`. The tables ``Φ_k, Σ_k, F_k`` of every lag ``k`` in
+the current block are kept for the current step ``t`` and advanced one step
+at a time (``Φ^{(t)}_k = M_{t−1} Φ^{(t−1)}_{k−1}``, likewise ``Σ``), so any
+learning-rate schedule is handled; under a constant step size within a
+block only the new largest lag is computed. ``F`` is a Cholesky factor with
+the columns of (numerically) zero pivots dropped: ``rank[k]`` normals per
+output column (1 for a one-step lag, where ``Σ = b bᵀ``).
+
+Before the tail (``dim = 2``) the state is ``(θ, p)``; blocks never straddle
+the start of averaging, where every coordinate is flushed and ``A = 0``.
+
+As everywhere in ``_kernels``: no randomness inside (the caller passes the
+standard normals), no fastmath, ``cache=True``.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ._linear import _clip_target, _clipped_residual_row
+from ._sparse import _prefetch_ahead
+
+# A Cholesky pivot below this fraction of its diagonal entry is a zero
+# (rank-deficient Σ: a lag of one or two steps has fewer noises than states).
+PIVOT_RTOL = 1e-12
+
+
+@njit(cache=True)
+def momentum_transition(eta, momentum, l2, c, dim, M, b):
+    """``M_t`` and ``b_t`` of one untouched step (step size ``eta``) into ``M`` (3x3), ``b`` (3)."""
+    for r in range(3):
+        b[r] = 0.0
+        for s in range(3):
+            M[r, s] = 0.0
+    M[0, 0] = 1.0 - eta * l2
+    M[0, 1] = -eta
+    M[1, 0] = momentum * l2
+    M[1, 1] = momentum
+    b[0] = -eta * c
+    b[1] = momentum * c
+    if dim == 3:
+        M[2, 0] = M[0, 0]
+        M[2, 1] = M[0, 1]
+        M[2, 2] = 1.0
+        b[2] = b[0]
+
+
+@njit(cache=True)
+def psd_factor(S, dim, F, L):
+    """``F`` (3x3) with ``F Fᵀ = S`` (its ``dim x dim`` block, PSD); return its rank.
+
+    Cholesky, where a pivot under ``PIVOT_RTOL`` times its diagonal entry
+    counts as zero and its column is dropped; the kept columns are packed
+    to the left, so ``F[:, :rank]`` are the only non-zero columns. ``L``:
+    3x3 scratch (no allocation: this runs for every lag at every step).
+    """
+    for r in range(3):
+        for s in range(3):
+            L[r, s] = 0.0
+            F[r, s] = 0.0
+    for j in range(dim):
+        d = S[j, j]
+        for s in range(j):
+            d -= L[j, s] * L[j, s]
+        if S[j, j] > 0.0 and d > PIVOT_RTOL * S[j, j]:
+            L[j, j] = math.sqrt(d)  # > 0: the column is kept
+            for i in range(j + 1, dim):
+                acc = S[i, j]
+                for s in range(j):
+                    acc -= L[i, s] * L[j, s]
+                L[i, j] = acc / L[j, j]
+    rank = 0
+    for j in range(dim):
+        if L[j, j] > 0.0:
+            for i in range(dim):
+                F[i, rank] = L[i, j]
+            rank += 1
+    return rank
+
+
+@njit(cache=True)
+def reset_momentum_tables(dim, Phi, Sig, F, rank):
+    """The tables at a block's first step: lag 0 only (``Φ = I``, no noise)."""
+    for r in range(3):
+        for s in range(3):
+            Phi[0, r, s] = 1.0 if (r == s and r < dim) else 0.0
+            Sig[0, r, s] = 0.0
+            F[0, r, s] = 0.0
+    rank[0] = 0
+
+
+@njit(cache=True)
+def advance_momentum_tables(lag_max, eta_prev, same, momentum, l2, c, dim, Phi, Sig, F, rank):
+    """Tables of step ``t`` (lags ``0 .. lag_max = t − f``) from those of step ``t − 1``.
+
+    ``eta_prev = η_{t−1}``. ``same``: every step of the block so far had
+    this step size, so the tables of the smaller lags are unchanged and only
+    ``lag_max`` is computed.
+    """
+    M = np.empty((3, 3))
+    b = np.empty(3)
+    T = np.empty((3, 3))
+    L = np.empty((3, 3))
+    momentum_transition(eta_prev, momentum, l2, c, dim, M, b)
+    lo = lag_max if same else 1
+    for k in range(lag_max, lo - 1, -1):  # descending: lag k - 1 is still the old one
+        for r in range(dim):
+            for s in range(dim):
+                acc = 0.0
+                for u in range(dim):
+                    acc += M[r, u] * Phi[k - 1, u, s]
+                T[r, s] = acc
+        for r in range(dim):
+            for s in range(dim):
+                Phi[k, r, s] = T[r, s]
+        # Σ_k = M Σ_{k-1} Mᵀ + b bᵀ
+        for r in range(dim):
+            for s in range(dim):
+                acc = 0.0
+                for u in range(dim):
+                    acc += M[r, u] * Sig[k - 1, u, s]
+                T[r, s] = acc
+        for r in range(dim):
+            for s in range(dim):
+                acc = 0.0
+                for u in range(dim):
+                    acc += T[r, u] * M[s, u]
+                Sig[k, r, s] = acc + b[r] * b[s]
+        rank[k] = psd_factor(Sig[k], dim, F[k], L)
+
+
+@njit(cache=True)
+def release_only_tables(lag_max, dim, Sig, F, rank):
+    """Refactor the tables for a last catch-up whose carried momentum is never read.
+
+    At the end of the run only ``θ`` (and ``A``) are released, so their
+    marginal is all that must be exact: ``p``'s row and column of every
+    ``Σ_k`` are dropped (``p`` then gets no noise, and is discarded), which
+    saves a normal per coordinate in the tail (rank 2 instead of 3).
+    """
+    L = np.empty((3, 3))
+    for k in range(lag_max + 1):
+        for u in range(3):
+            Sig[k, 1, u] = 0.0
+            Sig[k, u, 1] = 0.0
+        rank[k] = psd_factor(Sig[k], dim, F[k], L)
+
+
+@njit(cache=True, inline="always")
+def _catch_up_m(S, j, k, dim, b, Phi, F, rank, normals, used):
+    """Apply coordinate ``j``'s pending steps up to ``b``; return the new ``used``.
+
+    Branch-free in the lag: ``normals`` must have ``dim`` readable entries
+    past the last one used (read, times 0).
+    """
+    w = S.shape[1] - 1
+    lag = b - int(S[j, w])
+    S[j, w] = b
+    r = rank[lag]
+    P = Phi[lag]
+    G = F[lag]
+    if dim == 3:
+        for c in range(k):
+            x0 = S[j, c]
+            x1 = S[j, k + c]
+            x2 = S[j, 2 * k + c]
+            e0 = normals[used]
+            e1 = normals[used + 1]
+            e2 = normals[used + 2]
+            S[j, c] = P[0, 0] * x0 + P[0, 1] * x1 + (G[0, 0] * e0 + G[0, 1] * e1 + G[0, 2] * e2)
+            S[j, k + c] = (P[1, 0] * x0 + P[1, 1] * x1
+                           + (G[1, 0] * e0 + G[1, 1] * e1 + G[1, 2] * e2))
+            S[j, 2 * k + c] = (P[2, 0] * x0 + P[2, 1] * x1 + P[2, 2] * x2
+                               + (G[2, 0] * e0 + G[2, 1] * e1 + G[2, 2] * e2))
+            used += r
+        return used
+    for c in range(k):
+        x0 = S[j, c]
+        x1 = S[j, k + c]
+        e0 = normals[used]
+        e1 = normals[used + 1]
+        S[j, c] = P[0, 0] * x0 + P[0, 1] * x1 + (G[0, 0] * e0 + G[0, 1] * e1)
+        S[j, k + c] = P[1, 0] * x0 + P[1, 1] * x1 + (G[1, 0] * e0 + G[1, 1] * e1)
+        used += r
+    return used
+
+
+@njit(cache=True)
+def flush_momentum(S, k, dim, b, Phi, F, rank, normals):
+    """Catch every coordinate up to step ``b`` (tables advanced to ``b``); return normals used."""
+    used = 0
+    for j in range(S.shape[0]):
+        used = _catch_up_m(S, j, k, dim, b, Phi, F, rank, normals, used)
+    return used
+
+
+@njit(cache=True)
+def lazy_momentum_residuals(indptr, indices, data, idx, y, S, k, dim, intercept, code, x_norm_sq,
+                            clip, t, Phi, F, rank, normals, used, out):
+    """Clipped residuals ``c_i r_i`` of the CSR rows ``idx`` at step ``t``, lazily.
+
+    As :func:`~sklearn_fdp._kernels._sparse.lazy_clipped_residuals`, with the
+    momentum catch-up (tables of step ``t``). Returns the new ``used``.
+    """
+    clip = _clip_target(clip, out, S.shape[0] + 1 + k)
+    z = np.empty(k)
+    r = np.empty(k)
+    for ii in range(idx.shape[0]):
+        i = idx[ii]
+        _prefetch_ahead(indptr, indices, data, S, idx, ii)
+        for c in range(k):
+            z[c] = intercept[c] if intercept.shape[0] else 0.0
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            used = _catch_up_m(S, j, k, dim, t, Phi, F, rank, normals, used)
+            v = data[p]
+            for c in range(k):
+                z[c] += v * S[j, c]
+        _clipped_residual_row(z, y[i], code, x_norm_sq[i], clip, r)
+        for c in range(k):
+            out[ii, c] = r[c]
+    return used
+
+
+@njit(cache=True)
+def lazy_momentum_steps(indptr, indices, data, batches, batch_ptr, y, S, k, dim, intercept,
+                        intercept_v, intercept_sum, code, x_norm_sq, clip, t_first, block_start,
+                        eta, normaliser, momentum, l2, c, noise_std, same, Phi, Sig, F, rank,
+                        normals, used, R):
+    """Run the steps ``t_first ..`` of one block with momentum / weight decay.
+
+    Per step: the tables advanced to ``t``, the clipped residuals, the
+    gradient ``Σ_i x_i c_i r_iᵀ / N`` added to the carried momentum ``p`` of
+    the touched coordinates (their step's transition stays pending, as for
+    every other coordinate), and the intercept's eager update (the
+    arithmetic of :func:`~sklearn_fdp._kernels._update.sgd_update`, with
+    ``k`` normals after the step's catch-ups). ``dim = 3``: in the tail.
+    Returns the new ``used``.
+    """
+    inv_n = 1.0 / normaliser
+    tail = dim == 3
+    for s in range(batch_ptr.shape[0] - 1):
+        t = t_first + s
+        if t > block_start:
+            advance_momentum_tables(t - block_start, eta[t - 1], same, momentum, l2, c, dim,
+                                    Phi, Sig, F, rank)
+        idx = batches[batch_ptr[s]:batch_ptr[s + 1]]
+        m = idx.shape[0]
+        Rm = R[:m]
+        used = lazy_momentum_residuals(indptr, indices, data, idx, y, S, k, dim, intercept, code,
+                                       x_norm_sq, clip, t, Phi, F, rank, normals, used, Rm)
+        for ii in range(m):
+            i = idx[ii]
+            for p in range(indptr[i], indptr[i + 1]):
+                j = indices[p]
+                v = inv_n * data[p]
+                for cc in range(k):
+                    S[j, k + cc] += v * Rm[ii, cc]
+        if intercept.shape[0]:
+            for cc in range(k):
+                g_b = 0.0
+                for ii in range(m):
+                    g_b += Rm[ii, cc]
+                if noise_std > 0.0:
+                    g_b += noise_std * normals[used + cc]
+                grad = g_b / normaliser
+                if l2 != 0.0:
+                    grad = grad + l2 * intercept[cc]
+                if momentum != 0.0:
+                    intercept_v[cc] = intercept_v[cc] * momentum
+                    intercept_v[cc] = intercept_v[cc] + grad
+                    step = eta[t] * intercept_v[cc]
+                else:
+                    step = eta[t] * grad
+                intercept[cc] = intercept[cc] - step
+                if tail:
+                    intercept_sum[cc] += intercept[cc]
+            if noise_std > 0.0:
+                used += k
+    return used
