@@ -877,10 +877,20 @@ def _calibrate(eps, make_event, epsilon, delta, sampling_rate, steps, accountant
         # Search at the interval the reporting rule settles on at the guess.
         value, interval = _pld_scan(make_event(start), delta, neighboring)
         fallback = None
+        sizes = {}  # σ -> grid size at the search's interval
         for _ in range(3 if math.isfinite(value) else 0):
 
             def at_interval(sigma, interval=interval):
-                return _pld_raw(make_event(sigma), delta, neighboring, interval)[0]
+                # Grids grow like 1/σ²: a σ whose grid would pass _PLD_MAX_POINTS
+                # counts as over budget (inf, never less private). Without this a
+                # run that is (0, δ)-DP at every σ (e.g. q = δ = 1e-5, one step)
+                # walks down to σ = 1e-3 on grids of 1e8 points.
+                larger = [s for s in sizes if s > sigma]
+                if larger and sizes[min(larger)] * (min(larger) / sigma) ** 2 > _PLD_MAX_POINTS:
+                    return math.inf
+                value, size = _pld_raw(make_event(sigma), delta, neighboring, interval)
+                sizes[sigma] = size
+                return value
 
             sigma = _solve(at_interval, epsilon, start, tol, slope)
             if sigma is None:
@@ -895,6 +905,7 @@ def _calibrate(eps, make_event, epsilon, delta, sampling_rate, steps, accountant
             # The rule settled on another interval at σ: search there, for the
             # check and so that σ is the smallest the reported ε allows.
             start, interval = sigma, finest
+            sizes = {}
         if fallback is not None:
             return fallback
     if accountant == "rdp":
