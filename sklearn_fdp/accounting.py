@@ -34,8 +34,15 @@ dp-accounting pitfalls handled here (release 0.6.0):
   (see :func:`epsilon_and_accountant`). The PLD accountant's default
   discretisation (1e-4) overstates small ε many times over (×17 at ε ≈ 6e-5,
   3,000 steps) and makes large ε very slow; its discretisation is adapted to
-  the ε it resolves, and below δ = 1e-12, where its truncated mass (about
-  1e-15) decides the answer, RDP answers instead. No reported ε is 0.
+  the ε it resolves (:func:`_pld_scan`: about ε/512, refined until ε is
+  resolved to 0.1 %; every answer is dp-accounting's pessimistic PLD, an upper
+  bound), and below δ = 1e-12, where its truncated mass (about 1e-15) decides
+  the answer, RDP answers instead. No reported ε is 0.
+
+Calibration (issue 18) starts from the CLT estimate of σ, searches by secant
+steps at one fixed PLD discretisation (RDP: on a few of its orders), and
+checks the result by the reporting rule; results are kept in a persistent
+cache (:func:`calibration_cache_path`), checked again before use.
 """
 
 from __future__ import annotations
@@ -68,6 +75,8 @@ __all__ = [
     "epsilon_and_accountant",
     "compute_epsilon",
     "calibrate_noise_multiplier",
+    "calibration_cache_path",
+    "clear_calibration_cache",
     "gaussian_noise_multiplier",
     "gaussian_epsilon",
     "gdp_epsilon",
@@ -237,12 +246,15 @@ def _quiet_absl():
         logger.setLevel(level)
 
 
-# PLD discretisation (see _pld_epsilon): dp-accounting's default interval up to
-# ε ≈ 30, ε/300000 above, and ten times finer while ε < _PLD_RESOLUTION
-# intervals, as long as the grid stays below _PLD_MAX_POINTS.
-_PLD_INTERVAL = 1e-4
+# PLD discretisation (see _pld_scan): a coarse pass at _PLD_COARSE_INTERVAL,
+# one at ε/_PLD_RESOLUTION (a power of two), then, where the two disagree, one
+# at the interval the change between them predicts resolves ε to
+# _PLD_ACCURACY (relative), as long as the grid stays below _PLD_MAX_POINTS.
+# Every answer is dp-accounting's pessimistic (connect-the-dots) PLD ε, an
+# upper bound of the true ε; the smallest is kept.
 _PLD_COARSE_INTERVAL = 1e-2
-_PLD_RESOLUTION = 100
+_PLD_RESOLUTION = 512
+_PLD_ACCURACY = 1e-3
 _PLD_MAX_POINTS = 1_000_000
 _PLD_MIN_INTERVAL = 1e-12
 # Below this δ the PLD accountant is not used: its answer rests on the mass it
@@ -257,16 +269,40 @@ _EPSILON_CACHE_SIZE = 1024
 
 def _rdp_raw(event, delta, neighboring):
     """dp-accounting's RDP ε, and whether its optimum is the largest order."""
-    from dp_accounting.rdp import rdp_privacy_accountant
+    eps, order, orders = _rdp_at_orders(event, delta, neighboring)
+    return eps, bool(order >= max(orders))
 
-    acc = rdp_privacy_accountant.RdpAccountant()
-    acc.compose(_rdp_replace_one(event) if neighboring == "replace" else event)
-    eps, order = acc.get_epsilon_and_optimal_order(delta)
-    return float(eps), bool(order >= max(acc.orders))
+
+def _rdp_at_orders(event, delta, neighboring, orders=None):
+    """``(ε, optimal order, orders)`` of dp-accounting's RDP accountant over
+    ``orders`` (its default orders for ``None``). ε over a subset of the
+    orders is an upper bound of ε over all of them."""
+    key = (repr(event), delta, neighboring, None if orders is None else tuple(orders))
+    if key not in _RDP_CACHE:
+        from dp_accounting.rdp import rdp_privacy_accountant
+
+        acc = rdp_privacy_accountant.RdpAccountant(orders)
+        acc.compose(_rdp_replace_one(event) if neighboring == "replace" else event)
+        eps, order = acc.get_epsilon_and_optimal_order(delta)
+        if len(_RDP_CACHE) >= _EPSILON_CACHE_SIZE:
+            _RDP_CACHE.clear()
+        _RDP_CACHE[key] = (float(eps), float(order), [float(a) for a in acc.orders])
+    eps, order, orders = _RDP_CACHE[key]
+    return eps, order, list(orders)
+
+
+_RDP_CACHE = {}
 
 
 def _pld_raw(event, delta, neighboring, interval):
-    """dp-accounting's PLD ε at this discretisation, and the size of its grid."""
+    """dp-accounting's PLD ε at this discretisation, and the size of its grid.
+
+    Memoised on (event, δ, relation, interval): the calibration's search and
+    its final check (the reporting rule) share passes.
+    """
+    key = (repr(event), delta, neighboring, interval)
+    if key in _PLD_RAW_CACHE:
+        return _PLD_RAW_CACHE[key]
     from dp_accounting.pld import pld_privacy_accountant
 
     acc = pld_privacy_accountant.PLDAccountant(_relation(neighboring),
@@ -278,30 +314,77 @@ def _pld_raw(event, delta, neighboring, interval):
         size = max(pld._pmf_remove.size, pld._pmf_add.size)
     except AttributeError:  # pragma: no cover - other dp-accounting versions
         size = math.inf
+    if len(_PLD_RAW_CACHE) >= _EPSILON_CACHE_SIZE:
+        _PLD_RAW_CACHE.clear()
+    _PLD_RAW_CACHE[key] = (eps, size)
     return eps, size
+
+
+_PLD_RAW_CACHE = {}
+
+
+def _pow2_below(x):
+    return 2.0 ** math.floor(math.log2(x))
+
+
+def _pld_scan(event, delta, neighboring):
+    """``(ε, interval)``: the PLD ε of :func:`_pld_epsilon` and the
+    discretisation interval that gave it.
+
+    The connect-the-dots excess over the true ε shrinks about as the interval
+    squared, so the change between two intervals predicts the excess of the
+    finer one: ``(ε(h) - ε(h/k)) / (k² - 1)``. Refinement stops once that is
+    below ``_PLD_ACCURACY`` of ε; otherwise the next interval is the one the
+    prediction says reaches half of it. It also stops where a finer grid
+    answers more than a coarser one: float rounding then dominates (the
+    masses of a step's grid are differences of nearly equal CDF values;
+    measured at σ ≈ 2000, q = 0.001: worse from an interval of ε/100 down).
+    """
+    interval = _PLD_COARSE_INTERVAL
+    best, size = _pld_raw(event, delta, neighboring, interval)
+    if not math.isfinite(best):
+        return best, interval  # δ below what PLD reaches, or a non-private step
+    previous, best_interval = best, interval
+    finer = interval / 2
+    if best > 0:
+        finer = min(finer, _pow2_below(best / _PLD_RESOLUTION))
+    while finer >= _PLD_MIN_INTERVAL and size * (interval / finer) <= _PLD_MAX_POINTS:
+        eps, size = _pld_raw(event, delta, neighboring, finer)
+        ratio, interval = interval / finer, finer
+        if eps < best or best <= 0:
+            best, best_interval = eps, interval
+        if best <= 0:  # (0, δ)-DP at this grid: resolve a smaller bound
+            finer = interval / 16
+            continue
+        if eps > previous:  # finer and worse: rounding, not discretisation
+            break
+        excess = (previous - eps) / (ratio ** 2 - 1)
+        previous = eps
+        if interval * ratio > best / 32:
+            # The coarser pass did not resolve ε (interval above ε/32): the
+            # change predicts nothing; halve, and predict from that pair.
+            finer = interval / 2
+            continue
+        if excess <= _PLD_ACCURACY * best:
+            break
+        factor = math.sqrt(excess / (_PLD_ACCURACY / 2 * best))
+        finer = interval / 2.0 ** max(1, math.ceil(math.log2(factor)))
+    return (best, best_interval) if best > 0 else (interval, interval)
 
 
 def _pld_epsilon(event, delta, neighboring):
     """PLD ε (pessimistic) with a discretisation adapted to it; never 0.
 
-    A coarse pass sets the scale: above ε ≈ 30 the interval grows with ε
-    (the default 1e-4 takes minutes at ε = 1000). Below ``_PLD_RESOLUTION``
-    intervals the interval is divided by ten while the grid stays small: each
-    answer is an upper bound of the true ε, the smallest is kept. An answer
-    of 0 certifies (0, δ)-DP; the finest interval reached, a positive upper
-    bound, is returned instead.
+    dp-accounting's PLD with connect-the-dots discretisation is an upper
+    bound of the true ε at every interval; its excess shrinks about as the
+    interval squared. A coarse pass (interval 1e-2) sets the scale, a second
+    at about ε/512 (a power of two) measures the excess, and where that is
+    above 0.1 % of ε a pass at the interval it predicts follows (powers of
+    two; the grid stays below a million points; see :func:`_pld_scan`). The
+    smallest answer is kept. An answer of 0 certifies (0, δ)-DP; the finest
+    interval reached, a positive upper bound, is returned instead.
     """
-    coarse, _ = _pld_raw(event, delta, neighboring, _PLD_COARSE_INTERVAL)
-    if not math.isfinite(coarse):
-        return coarse  # δ below what PLD reaches, or a non-private step
-    interval = _PLD_INTERVAL * max(1.0, coarse / 30)
-    eps, size = _pld_raw(event, delta, neighboring, interval)
-    while (eps < _PLD_RESOLUTION * interval and interval > _PLD_MIN_INTERVAL
-           and size * 10 <= _PLD_MAX_POINTS):
-        interval /= 10
-        finer, size = _pld_raw(event, delta, neighboring, interval)
-        eps = min(eps, finer)
-    return eps if eps > 0 else interval
+    return _pld_scan(event, delta, neighboring)[0]
 
 
 def _sound(eps):
@@ -555,11 +638,24 @@ def calibrate_noise_multiplier(
     key = (float(epsilon), float(delta), float(sampling_rate), int(steps), accountant,
            neighboring, repr(other_events), float(tol))
     if key not in _SIGMA_CACHE:
-        run = (f"{steps} step(s) at sampling rate {sampling_rate:g}"
-               + (" composed with other mechanisms" if other_events else ""))
+        from . import _calibration_cache
+
+        disk_key = _calibration_cache.key(
+            ["calibrate_noise_multiplier", _CALIBRATION_RULE, _dp_accounting_version(),
+             *key])
         with _quiet_absl():
-            sigma = _calibrate(eps, epsilon, delta, sampling_rate, steps, accountant,
-                               neighboring, other_events, tol, run)
+            sigma = _calibration_cache.get(disk_key)
+            # The file is not trusted: a stored σ is used only if the reported ε
+            # at it meets the target (a tampered or stale entry is recalibrated).
+            if sigma is not None and not (_SIGMA_FLOOR <= sigma <= _SIGMA_CEILING
+                                          and eps(sigma) <= epsilon):
+                sigma = None
+            if sigma is None:
+                run = (f"{steps} step(s) at sampling rate {sampling_rate:g}"
+                       + (" composed with other mechanisms" if other_events else ""))
+                sigma = _calibrate(eps, make_event, epsilon, delta, sampling_rate, steps,
+                                   accountant, neighboring, other_events, tol, run)
+                _calibration_cache.put(disk_key, sigma)
         if len(_SIGMA_CACHE) >= _EPSILON_CACHE_SIZE:
             _SIGMA_CACHE.clear()
         _SIGMA_CACHE[key] = sigma
@@ -567,6 +663,69 @@ def calibrate_noise_multiplier(
 
 
 _SIGMA_CACHE = {}
+
+# Version tag of the calibration and reporting rule, part of every persistent
+# cache key: change it whenever _calibrate, _pld_scan or _account would give
+# another σ for the same inputs.
+_CALIBRATION_RULE = "issue18-1"
+_DP_ACCOUNTING_VERSION = []
+
+
+def _dp_accounting_version():
+    if not _DP_ACCOUNTING_VERSION:
+        from importlib import metadata
+
+        try:
+            version = metadata.version("dp-accounting")
+        except metadata.PackageNotFoundError:  # pragma: no cover - vendored copies
+            version = "unknown"
+        _DP_ACCOUNTING_VERSION.append(version)
+    return _DP_ACCOUNTING_VERSION[0]
+
+
+def calibration_cache_path():
+    """The file of the persistent calibration cache, or ``None`` if disabled.
+
+    Calibrated noise multipliers are stored in
+    ``$SKLEARN_FDP_CACHE_DIR/calibrations.json``, else
+    ``$XDG_CACHE_HOME/sklearn_fdp/calibrations.json``, else
+    ``~/.cache/sklearn_fdp/calibrations.json``; ``SKLEARN_FDP_CACHE_DIR=""``
+    disables the cache. Entries are keyed by every input of
+    :func:`calibrate_noise_multiplier`, the dp-accounting version and the
+    version of the calibration rule; a stored σ is used only after the ε it
+    spends has been checked against the target.
+
+    Returns
+    -------
+    path : pathlib.Path or None
+        Where the cache is (it may not exist yet); ``None`` when disabled.
+    """
+    from . import _calibration_cache
+
+    return _calibration_cache.cache_path()
+
+
+def clear_calibration_cache(*, disk: bool = True) -> None:
+    """Forget every calibrated noise multiplier and computed ε.
+
+    Clears the in-process caches of :func:`calibrate_noise_multiplier` and
+    :func:`epsilon_of_event`, and (``disk=True``) deletes the persistent
+    calibration cache file (see :func:`calibration_cache_path`). Never
+    raises for a file it cannot remove.
+
+    Parameters
+    ----------
+    disk : bool, default=True
+        Also delete the persistent cache file.
+    """
+    from . import _calibration_cache
+
+    _SIGMA_CACHE.clear()
+    _EPSILON_CACHE.clear()
+    _PLD_RAW_CACHE.clear()
+    _RDP_CACHE.clear()
+    if disk:
+        _calibration_cache.clear()
 
 
 def _unreachable(epsilon, delta, floor, accountant, run):
@@ -588,60 +747,237 @@ def _unreachable(epsilon, delta, floor, accountant, run):
     )
 
 
-def _calibrate(eps, epsilon, delta, sampling_rate, steps, accountant, neighboring,
-               other_events, tol, run):
-    """Smallest σ in the bracket with ``eps(σ) <= epsilon``, ``eps`` the reported ε.
+def _sigma_guess(epsilon, delta, sampling_rate, steps, neighboring):
+    """``(σ, slope)``: a closed-form first guess of σ, and of d log ε / d log σ there.
+
+    The CLT (μ-GDP) limit of DP-SGD: T Poisson-subsampled Gaussian steps are
+    about μ-GDP with ``μ = q sqrt(T (exp(1/σ²) - 1))`` (Bu et al. 2020; at
+    ``q = 1`` exactly μ = sqrt(T)/σ); the μ that meets (ε, δ) is that of one
+    Gaussian release. Only a starting point of the search: its error (up to
+    about 2x at few steps) costs iterations, not privacy.
+    """
+    import dp_accounting
+
+    def mu_of(sigma):
+        if sampling_rate >= 1:
+            return math.sqrt(steps) / sigma
+        return sampling_rate * math.sqrt(steps * math.expm1(min(1 / sigma ** 2, 700.0)))
+
+    try:
+        mu = 1.0 / float(dp_accounting.get_sigma_gaussian(float(epsilon), float(delta)))
+    except (ArithmeticError, ValueError):  # δ = 0, or out of its range
+        return 1.0, -1.0
+    if not (mu > 0 and math.isfinite(mu)):
+        return 1.0, -1.0
+    if sampling_rate >= 1:
+        sigma = math.sqrt(steps) / mu
+    else:
+        ratio = mu ** 2 / (sampling_rate ** 2 * steps)
+        sigma = 1.0 / math.sqrt(math.log1p(ratio)) if ratio > 0 else _SIGMA_CEILING
+    sigma = min(max(sigma, _SIGMA_FLOOR), _SIGMA_CEILING)
+    slope = -1.0
+    try:  # the CLT model's own slope, from a 1 % step (μ-GDP's ε by gdp_epsilon)
+        e0, e1 = gdp_epsilon([mu_of(sigma), mu_of(sigma * 1.01)], delta)
+        if 0 < e1 < e0 < math.inf:
+            slope = max(min(math.log(e1 / e0) / math.log(1.01), -0.5), -8.0)
+    except (ArithmeticError, ValueError):
+        pass
+    if neighboring == "replace":
+        sigma = min(2 * sigma, _SIGMA_CEILING)
+    return sigma, slope
+
+
+def _solve(eps, epsilon, start, tol, slope=-1.0):
+    """σ with ``eps(σ) <= epsilon``, within ``tol`` (relative) of the smallest one.
+
+    A safeguarded secant search on ``log ε`` against ``log σ`` (ε is close to
+    a power of σ locally, so it converges in a few evaluations from a fair
+    guess), inside the bracket found so far, bisecting (in log σ) where the
+    secant leaves the bracket or stalls; ``eps`` may step (a change of
+    accountant or discretisation), and only evaluated values decide.
+    Returns ``None`` when not even ``_SIGMA_CEILING`` meets ``epsilon``, and
+    ``_SIGMA_FLOOR`` when that already does.
+    """
+    lo = hi = None  # eps(lo) > epsilon >= eps(hi)
+    points = []  # (log σ, log ε) of finite positive answers, in order
+    sigma = min(max(start, _SIGMA_FLOOR), _SIGMA_CEILING)
+    log_target = math.log(epsilon)
+    bracketed_steps = 0
+    for _ in range(200):
+        try:
+            value = eps(sigma)
+        except ValueError:  # no accountant answers here: not certified
+            value = math.inf
+        if value <= epsilon:
+            hi = sigma if hi is None else min(hi, sigma)
+        else:
+            lo = sigma if lo is None else max(lo, sigma)
+        if 0 < value < math.inf:
+            points.append((math.log(sigma), math.log(value)))
+        if hi is not None and hi <= _SIGMA_FLOOR:
+            return _SIGMA_FLOOR
+        if lo is not None and lo >= _SIGMA_CEILING:
+            return None
+        if hi is not None and lo is not None:
+            if hi <= lo * (1 + tol):
+                return hi
+            bracketed_steps += 1
+        guess = None
+        if len(points) >= 2 and points[-1][0] != points[-2][0]:
+            (x0, y0), (x1, y1) = points[-2], points[-1]
+            slope = (y1 - y0) / (x1 - x0)
+            if slope < 0:
+                root = x1 + (log_target - y1) / slope
+                if (hi is not None and abs(x1 - x0) < 0.1
+                        and math.log(hi) <= root + math.log1p(tol)):
+                    return hi  # the secant through two close points puts the root within tol
+                # Aim a third of tol above the root, so the next σ lands on the safe side.
+                guess = root + math.log1p(tol / 3)
+        elif 0 < value < math.inf:
+            # One answer: step along the guessed slope (-1: the Gaussian's ε ∝ 1/σ).
+            guess = math.log(sigma) + (log_target - math.log(value)) / slope
+        if guess is None or not math.isfinite(guess):
+            guess = math.log(sigma) + (math.log(4) if value > epsilon else -math.log(4))
+        # At most a factor 16 per step, inside [floor, ceiling].
+        guess = math.exp(min(max(guess, math.log(sigma) - math.log(16)),
+                             math.log(sigma) + math.log(16)))
+        guess = min(max(guess, _SIGMA_FLOOR), _SIGMA_CEILING)
+        if lo is not None and hi is not None:
+            if not lo < guess < hi or bracketed_steps > 6:
+                guess = math.sqrt(lo * hi)
+        elif lo is not None and guess <= lo:
+            guess = min(lo * 2, _SIGMA_CEILING)
+        elif hi is not None and guess >= hi:
+            guess = max(hi / 2, _SIGMA_FLOOR)
+        sigma = guess
+    return hi
+
+
+def _calibrate(eps, make_event, epsilon, delta, sampling_rate, steps, accountant,
+               neighboring, other_events, tol, run):
+    """Smallest σ (within ``tol``) with ``eps(σ) <= epsilon``, ``eps`` the reported ε.
 
     ``eps`` is :func:`epsilon_of_event` of the run: the same rule (fallback
     between accountants, PLD discretisation) that reports the fit's ε, so the
-    σ returned meets the target under the accountant that will report it.
-    ``eps`` is decreasing in σ up to small steps where the rule changes; the
-    bracket is checked at both ends and the result at the end.
+    σ returned meets the target under the accountant that will report it;
+    every σ returned has passed that check.
+
+    The search starts from the CLT guess (:func:`_sigma_guess`). Under PLD
+    it runs at one fixed discretisation, the one the reporting rule chooses
+    at the guess, where ε(σ) is smooth and each evaluation is one PLD pass;
+    the reporting rule then checks the result (its passes are shared).
+    Where the rule settles on another interval there, the search is repeated
+    at that interval. RDP searches on a few orders (:func:`_calibrate_rdp`).
+    Failing those, the search runs on the reporting rule itself.
     """
-    from scipy import optimize
+    from dp_accounting.pld import pld_privacy_accountant
 
-    # Explicit bracket [lo, hi] with eps(lo) > epsilon >= eps(hi).
-    if accountant == "pld" and neighboring == "add_remove":
-        # PLD is tighter than RDP, so the (fast) RDP σ is an upper end; PLD's
-        # σ is rarely more than 20 % below it. Saves most PLD evaluations.
-        hi = calibrate_noise_multiplier(epsilon, delta, sampling_rate, steps,
-                                        accountant="rdp", other_events=other_events, tol=tol)
-        while eps(hi) > epsilon:  # rare: PLD above RDP (discretisation, tiny δ)
-            hi *= 1.25
-            if hi > _SIGMA_CEILING:
-                raise _unreachable(epsilon, delta, eps(_SIGMA_CEILING), accountant, run)
-        lo = 0.8 * hi
-        while eps(lo) <= epsilon:
-            hi, lo = lo, lo * 0.8
-            if lo < _SIGMA_FLOOR:
-                return hi
-    else:
-        lo, hi = 0.5, 1.0
-        if eps(hi) > epsilon:
-            while eps(hi) > epsilon:
-                lo, hi = hi, hi * 2
-                if hi > _SIGMA_CEILING:
-                    raise _unreachable(epsilon, delta, eps(_SIGMA_CEILING), accountant, run)
-        else:
-            while eps(lo) <= epsilon:
-                hi, lo = lo, lo / 2
-                if lo < _SIGMA_FLOOR:
-                    return hi
+    start, slope = _sigma_guess(epsilon, delta, sampling_rate, steps, neighboring)
+    if (accountant == "pld" and delta >= _PLD_MIN_DELTA
+            and pld_privacy_accountant.PLDAccountant(_relation(neighboring)).supports(
+                make_event(start))):
+        # Search at the interval the reporting rule settles on at the guess.
+        value, interval = _pld_scan(make_event(start), delta, neighboring)
+        fallback = None
+        sizes = {}  # σ -> grid size at the search's interval
+        for _ in range(3 if math.isfinite(value) else 0):
 
-    # As dp-accounting's calibrate_dp_mechanism (brentq on ε - target, then a
-    # step of tol to the safe side), but on the reported ε.
-    xtol = tol * lo
-    root, result = optimize.brentq(lambda s: eps(s) - epsilon, lo, hi, xtol=xtol,
-                                   full_output=True)
-    if result.converged and eps(root) > epsilon and eps(root + xtol) <= epsilon:
-        root += xtol
-    if not result.converged or eps(root) > epsilon:
-        # Bisection keeping eps(hi) <= epsilon (a step of the rule confused brentq).
-        while hi - lo > xtol:
-            mid = (lo + hi) / 2
-            lo, hi = (lo, mid) if eps(mid) <= epsilon else (mid, hi)
-        root = hi
-    return float(root)
+            def at_interval(sigma, interval=interval):
+                # Grids grow like 1/σ²: a σ whose grid would pass _PLD_MAX_POINTS
+                # counts as over budget (inf, never less private). Without this a
+                # run that is (0, δ)-DP at every σ (e.g. q = δ = 1e-5, one step)
+                # walks down to σ = 1e-3 on grids of 1e8 points.
+                larger = [s for s in sizes if s > sigma]
+                if larger and sizes[min(larger)] * (min(larger) / sigma) ** 2 > _PLD_MAX_POINTS:
+                    return math.inf
+                value, size = _pld_raw(make_event(sigma), delta, neighboring, interval)
+                sizes[sigma] = size
+                return value
+
+            sigma = _solve(at_interval, epsilon, start, tol, slope)
+            if sigma is None:
+                break
+            reported = eps(sigma)
+            if reported <= epsilon and (fallback is None or sigma < fallback):
+                fallback = sigma
+            value, finest = _pld_scan(make_event(sigma), delta, neighboring)  # shared passes
+            if (finest == interval or not math.isfinite(value)
+                    or epsilon * (1 - _PLD_ACCURACY / 2) <= reported <= epsilon):
+                break  # (within half the rule's own accuracy of the target: tight enough)
+            # The rule settled on another interval at σ: search there, for the
+            # check and so that σ is the smallest the reported ε allows.
+            start, interval = sigma, finest
+            sizes = {}
+        if fallback is not None:
+            return fallback
+    if accountant == "rdp":
+        sigma = _calibrate_rdp(eps, make_event, epsilon, delta, neighboring, start, slope,
+                               tol)
+        if sigma is not None:
+            return sigma
+    sigma = _solve(eps, epsilon, start, tol, slope)
+    if sigma is None:
+        try:
+            floor = eps(_SIGMA_CEILING)
+        except ValueError:
+            floor = math.inf
+        raise _unreachable(epsilon, delta, floor, accountant, run)
+    return sigma
+
+
+def _calibrate_rdp(eps, make_event, epsilon, delta, neighboring, start, slope, tol):
+    """The RDP search on a few of dp-accounting's orders, or ``None``.
+
+    Each RDP evaluation over dp-accounting's 156 orders costs 15-50 ms at the
+    σ of DP-SGD. ε over a subset of them is an upper bound of it, equal while
+    the optimal order is in the subset, at a fraction of the cost. The search
+    runs on every eighth order; the optimal order at its result is found
+    among the orders near the best of those, and the search runs again on
+    the orders next to it (and the sparse ones). The reporting rule (all
+    orders) checks the result and names the optimal order there; where that
+    is not among the searched ones, the search runs again around it. ``None`` where RDP is not what the rule reports
+    (its fallbacks) or no σ passed the check.
+    """
+    from dp_accounting.rdp import rdp_privacy_accountant
+
+    orders = [float(a) for a in rdp_privacy_accountant.RdpAccountant().orders]
+    sparse = orders[::8]
+    subset = sparse
+    fallback = None
+    for attempt in range(4):
+
+        def bound(sigma, subset=tuple(subset)):
+            try:
+                return _rdp_at_orders(make_event(sigma), delta, neighboring, subset)[0]
+            except ValueError:
+                return math.inf
+
+        sigma = _solve(bound, epsilon, start, tol, slope)
+        if sigma is None:
+            break
+        if attempt == 0:
+            # Where the optimal order is at this σ, cheaply: among the orders
+            # within a factor 1.5 of the best sparse one (not all 156).
+            _, near, _ = _rdp_at_orders(make_event(sigma), delta, neighboring, tuple(subset))
+            window = tuple(a for a in orders if near / 1.5 <= a <= near * 1.5)
+            _, order, _ = _rdp_at_orders(make_event(sigma), delta, neighboring, window)
+            at = orders.index(order)
+            subset = sorted(set(sparse) | set(orders[max(0, at - 3):at + 4]))
+            start = sigma
+            continue
+        reported, used = epsilon_and_accountant(make_event(sigma), delta, accountant="rdp",
+                                                neighboring=neighboring)
+        if used != "rdp":
+            break
+        if reported <= epsilon and (fallback is None or sigma < fallback):
+            fallback = sigma
+        _, order, _ = _rdp_at_orders(make_event(sigma), delta, neighboring)  # memoised
+        if order in subset or epsilon * (1 - 2 * tol) <= reported <= epsilon:
+            break
+        at = orders.index(order)
+        subset = sorted(set(sparse) | set(orders[max(0, at - 3):at + 4]))
+        start = sigma
+    return fallback
 
 
 def gaussian_noise_multiplier(

@@ -29,18 +29,19 @@ def test_rdp_equals_dp_accounting(q, sigma, steps, delta):
 
 
 @pytest.mark.parametrize("q,sigma,steps,delta", GRID[::5])
-def test_pld_equals_dp_accounting(q, sigma, steps, delta):
+def test_pld_agrees_with_dp_accounting(q, sigma, steps, delta):
+    # Issue 18: the reported PLD ε is dp-accounting's pessimistic PLD at an
+    # interval adapted to ε (about ε/512, finer where that does not resolve
+    # it), no longer the default 1e-4. Both are upper bounds of the true ε;
+    # they agree to the reporting rule's accuracy (0.1 %), and where the
+    # default overstates ε (below 0.01) ours is tighter. The lower side is
+    # checked against an optimistic PLD in tests/test_calibration.py.
     got = accounting.compute_epsilon(sigma, q, steps, delta, accountant="pld")
     direct = _direct(q, sigma, steps, delta, "pld")  # dp-accounting's default interval 1e-4
-    if 0.01 <= direct <= 30:
-        assert got == pytest.approx(direct, rel=1e-12)
-    elif direct < 0.01:
-        # Finer discretisation below 100 intervals (issue 22): still pessimistic,
-        # tighter than the default, which overstates small ε.
-        assert 0 < got <= direct
+    if direct >= 0.01:
+        assert got == pytest.approx(direct, rel=2e-3)
     else:
-        # Coarser discretisation above ε = 30 (the default takes minutes at ε = 1000).
-        assert got == pytest.approx(direct, rel=1e-4)
+        assert 0 < got <= direct * (1 + 2e-3)
 
 
 def test_tf_privacy_reference_value():

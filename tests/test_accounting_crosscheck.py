@@ -41,6 +41,12 @@ SETTINGS = [
 ]
 IDS = [s[0] for s in SETTINGS]
 
+# Our PLD ε is dp-accounting's pessimistic PLD at an interval adapted to ε
+# (issue 18), not at the default 1e-4 used by `_direct_epsilon`: both are upper
+# bounds of the true ε, and agree to the reporting rule's accuracy (0.1 %; the
+# tf-privacy row differs by 8e-4). A wrong event would be off by far more.
+_PLD_RULE_ACCURACY = 2e-3
+
 
 def _direct_event(q, sigma, steps):
     step = dp_accounting.GaussianDpEvent(sigma)
@@ -73,7 +79,7 @@ def test_rdp_matches_dp_accounting(name, q, sigma, steps, delta):
 def test_pld_matches_dp_accounting_and_is_tighter(name, q, sigma, steps, delta):
     ours = accounting.compute_epsilon(sigma, q, steps, delta, accountant="pld")
     direct = _direct_epsilon(_direct_event(q, sigma, steps), delta, "pld")
-    assert ours == pytest.approx(direct, rel=1e-12)
+    assert ours == pytest.approx(direct, rel=_PLD_RULE_ACCURACY)
     rdp = accounting.compute_epsilon(sigma, q, steps, delta, accountant="rdp")
     assert ours <= rdp
     # RDP's conversion loses 5 % to 55 % here (most at small σ); a larger gap
@@ -147,7 +153,7 @@ def test_replace_one_poisson_step_is_sensitivity_2c(q, sigma, delta):
     ours = accounting.compute_epsilon(sigma, q, 1, delta, accountant="pld",
                                       neighboring="replace")
     direct = _direct_epsilon(_direct_event(q, sigma, 1), delta, "pld", REPLACE_ONE)
-    assert ours == pytest.approx(direct, rel=1e-12)
+    assert ours == pytest.approx(direct, rel=_PLD_RULE_ACCURACY)
     # PLD is pessimistic (rounds up) by about its discretisation interval.
     assert ours >= expected - 1e-6
     assert ours == pytest.approx(expected, rel=5e-3, abs=2e-3)
@@ -161,7 +167,7 @@ def test_replace_one_poisson_composition(name, q, sigma, steps, delta):
     ours = accounting.compute_epsilon(sigma, q, steps, delta, accountant="pld",
                                       neighboring="replace")
     direct = _direct_epsilon(_direct_event(q, sigma, steps), delta, "pld", REPLACE_ONE)
-    assert ours == pytest.approx(direct, rel=1e-12)
+    assert ours == pytest.approx(direct, rel=_PLD_RULE_ACCURACY)
     assert ours > accounting.compute_epsilon(sigma, q, steps, delta, accountant="pld")
     # RDP cannot account Poisson sampling under replace-one: a clear error, not a
     # silently wrong ε.

@@ -66,7 +66,11 @@ def test_epsilon_matches_dp_accounting(binary, accountant, epsilon):
            else pld_privacy_accountant.PLDAccountant())
     acc.compose(dp_accounting.SelfComposedDpEvent(dp_accounting.PoissonSampledDpEvent(
         clf.sampling_rate_, dp_accounting.GaussianDpEvent(clf.noise_multiplier_)), clf.steps_))
-    assert clf.epsilon_ == pytest.approx(acc.get_epsilon(1e-5), rel=1e-12)
+    # PLD: ours is dp-accounting's pessimistic PLD at an interval adapted to ε
+    # (issue 18), not the default 1e-4 built here; both are upper bounds, equal
+    # to the reporting rule's accuracy (0.1 %).
+    rel = 1e-12 if clf.accountant_ == "rdp" else 2e-3
+    assert clf.epsilon_ == pytest.approx(acc.get_epsilon(1e-5), rel=rel)
     assert epsilon * 0.99 < clf.epsilon_ <= epsilon
 
 
