@@ -444,7 +444,7 @@ def test_other_fits_do_not_load_x(tmp_path, monkeypatch, name):
     monkeypatch.setattr(_outofcore, "CHUNK_BYTES", 2**18)
     # AdaMix: a fixed number of steps (its ε -> T calibration is slow under
     # tracemalloc and allocates nothing of X's size).
-    monkeypatch.setattr(adamix_mechanism, "calibrate_steps", lambda *args: (3, 0.5))
+    monkeypatch.setattr(adamix_mechanism, "calibrate_steps", lambda *args, **kwargs: (3, 0.5))
     Xm, y = _big_memmap(tmp_path)
     mask = np.zeros(len(y), dtype=bool)
     mask[:10] = True

@@ -59,7 +59,7 @@ def build(X, y, public_mask, **params):
 
     est = AdaMixClassifier(**params)
     with patch.object(_adamix, "run_dp_sgd", engine), \
-            patch.object(_adamix, "calibrate_steps", lambda *args: (3, 0.5)), \
+            patch.object(_adamix, "calibrate_steps", lambda *args, **kwargs: (3, 0.5)), \
             pytest.raises(_Captured):
         est.fit(X, y, public_mask=public_mask)
     oracle = call["noise_fn"].__self__
@@ -141,7 +141,11 @@ def check_remove_one(X, y, mask, removed, params, rng, what=""):
         oracle_b, call_b = build(X2, y2, np.delete(mask, i), **params)
         # The config the engine gets: σ as accounted, full batch, the noise via the oracle.
         for call in (call_a, call_b):
-            assert call["config"].noise_multiplier == params.get("noise_multiplier", 20.0)
+            sigma = params.get("noise_multiplier", "auto")  # the default: "auto", from ε, δ
+            expected = (_adamix.auto_noise_multiplier(params.get("epsilon", 1.0),
+                                                      params.get("delta", 1e-5))
+                        if sigma == "auto" else sigma)
+            assert call["config"].noise_multiplier == expected
             assert call["config"].sampling_rate == 1.0
         np.testing.assert_array_equal(call_a["theta0"], call_b["theta0"],
                                       err_msg="the start point depends on the private records")
