@@ -5,7 +5,7 @@ For every (ε, q, T) the demo (``examples/adult_demo.py``) and the benchmarks
 use -- Adult (30,162 training rows), Purchase-like (20,000) and MNIST-8k
 (8,000) at the default batch rule (``_budget._auto_batch_size``), epochs 1 to
 50, ε from 0.01 to 8, δ = 1e-5, the accountant ``accountant="auto"`` picks
-(PLD up to ε = 2, RDP above) -- it times
+(PLD up to ε = 10, RDP above) -- it times
 :func:`sklearn_fdp.accounting.calibrate_noise_multiplier`:
 
 * **cold**: in-process caches cleared and an empty disk cache (a temporary
@@ -186,7 +186,7 @@ def _markdown(rows, meta):
         "",
         f"`python benchmarks/bench_calibration.py` on {meta['machine']}, Python "
         f"{meta['python']}, dp-accounting {meta['dp_accounting']}; δ = {DELTA:g}; default batch "
-        "rule; the accountant `accountant=\"auto\"` picks (PLD up to ε = 2, RDP above). CPU "
+        "rule; the accountant `accountant=\"auto\"` picks (PLD up to ε = 10, RDP above). CPU "
         "seconds (`time.process_time`) of one `calibrate_noise_multiplier` call: **cold** = "
         "empty in-process and disk caches (imports excluded), **warm** = in-process caches "
         "cleared, disk cache filled (read + check of the reported ε). *verified ε* is the "

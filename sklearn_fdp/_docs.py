@@ -70,7 +70,7 @@ fit_intercept : bool, default=True
 accountant : {"auto", "pld", "rdp"}, default="auto"
     dp-accounting's accountant. ``"pld"`` (privacy-loss distributions) is
     the tightest: 5-8 % less noise than ``"rdp"`` for the same ε, but
-    slow to evaluate for large ε. ``"auto"`` uses PLD for ``epsilon <= 2``
+    slower to evaluate for large ε. ``"auto"`` uses PLD for ``epsilon <= 10``
     (and for ``neighboring="replace"``) and RDP above.""",
     "neighboring": """\
 neighboring : {"add_remove", "replace"}, default="add_remove"
