@@ -124,10 +124,15 @@ def canonical_csr(X):
     CSC, COO and other formats are converted to CSR. When the CSR structure
     is not canonical, a *copy* gets its duplicates summed and its indices
     sorted (``sum_duplicates``); the caller's matrix is never modified. A
-    canonical CSR input is returned itself. The check reads the index
-    arrays (a cached ``has_canonical_format`` flag can be stale after an
-    in-place edit of ``indices``), in one pass without allocation. Explicit
-    zeros, the index dtype (int32 or int64) and the value dtype are kept.
+    canonical CSR input without stored zeros is returned itself. The check
+    reads the index arrays (a cached ``has_canonical_format`` flag can be
+    stale after an in-place edit of ``indices``), in one pass without
+    allocation. Explicit zeros are dropped too (on the copy): the lazy-noise
+    path of :func:`sklearn_fdp._engine.run_dp_sgd` draws a coordinate's
+    noise when a stored entry touches it, so a stored zero would change the
+    draws (not their distribution), and the same matrix must give the same
+    model however it is stored. The index dtype (int32 or int64) and the
+    value dtype are kept.
 
     Raises
     ------
@@ -142,7 +147,8 @@ def canonical_csr(X):
     if owned:
         X = X.tocsr()  # a new matrix (COO sums its duplicates here; CSC keeps them)
     code = csr_format_code(X.indptr, X.indices, X.shape[1])
-    if code == CSR_CANONICAL:
+    stored_zeros = np.count_nonzero(X.data) != X.data.size
+    if code == CSR_CANONICAL and not stored_zeros:
         return X
     if code == CSR_MALFORMED:
         raise ValueError(
@@ -157,6 +163,7 @@ def canonical_csr(X):
     X.has_sorted_indices = False
     X.has_canonical_format = False
     X.sum_duplicates()
+    X.eliminate_zeros()  # stored zeros, and duplicates that summed to zero
     return X
 
 
