@@ -2,6 +2,8 @@
 
 import math
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -337,7 +339,10 @@ def test_adult_pipeline_example_runs():
     assert "GridSearchCV (GridSearchCV): NOT PRIVATE" in text
     # The selected pipeline's own report: finite epsilon, every step free or private.
     final_report = text.rsplit("Privacy report", 1)[1]
-    assert "NOT PRIVATE" not in final_report and "total epsilon: RDP 1," in final_report
+    assert "NOT PRIVATE" not in final_report
+    # The budget of 1 is spent, up to the calibration's tolerance on σ (1e-4), never exceeded.
+    spent = float(re.search(r"total epsilon: RDP ([0-9.]+),", final_report).group(1))
+    assert 0.999 <= spent <= 1.0
 
 
 def test_step_without_feature_names(data):
