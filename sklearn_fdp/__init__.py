@@ -2,7 +2,6 @@
 
 import importlib
 
-from ._show_versions import show_versions
 from .exceptions import (
     BudgetExceededError,
     CollapseWarning,
@@ -22,6 +21,7 @@ _LAZY = {
     "PrivacyReport": "._report",
     "privacy_report": "._report",
     "progress_hook": "._progress",
+    "show_versions": "._show_versions",
     "AdaMixClassifier": ".linear",
     "DPSGDClassifier": ".linear",
     "DPSGDFClassifier": ".linear",
