@@ -27,8 +27,11 @@ Where a section's figures come from:
 * a ``claims`` comment at the end of a line of text applies to that line only.
 
 A figure with ``k`` decimals matches when some number stored in one of its
-section's result files (any float in the JSON, any number in the Markdown
-table) rounds to it at ``k`` decimals. A figure with no source -- in a
+section's result files rounds to it at ``k`` decimals: a figure of three
+decimals or fewer (not a ratio) must be in the benchmark's Markdown table
+where it writes one, since its JSON holds so many numbers that one matches
+almost any such figure by chance; more precise figures and ratios may match
+any float in the JSON too. A figure with no source -- in a
 section that neither names a benchmark nor carries a ``claims`` comment -- is
 an error too: say where it comes from.
 
@@ -130,9 +133,18 @@ def script_results(script):
     return sorted(names)
 
 
-def _matches(figure, sources):
+def _matches(figure, sources, ratio=False):
     value = abs(float(figure))
     tol = 0.5 * 10.0 ** -_decimals(figure) * (1 + 1e-9)
+    # A benchmark's Markdown table is what pages quote. Its JSON holds every
+    # seed, ε and quantile, so some number there rounds to almost any
+    # three-decimal figure by chance: a figure of three decimals or fewer must
+    # be in the table where the benchmark writes one; its JSON is searched for
+    # more precise figures, ratios, and benchmarks without a table.
+    if _decimals(figure) <= 3 and not ratio:
+        tables = {n.rsplit(".", 1)[0] for n in sources if n.endswith(".md")}
+        sources = [n for n in sources
+                   if n.endswith(".md") or n.rsplit(".", 1)[0] not in tables]
     for name in sources:
         for y in source_numbers(name):
             y = abs(y)
@@ -197,7 +209,8 @@ def check_page(path):
         if in_code and comment_sources is None and line_sources is None:
             continue  # code blocks: doctest values and printed examples, not quotes
         line = _IDENTIFIER.sub("", line)  # arXiv ids and targets are not figures
-        figures = [m.group("value") or m.group("half") or m.group("plain")
+        figures = [(m.group("value") or m.group("half") or m.group("plain"),
+                    bool(re.match(r"\s*(?:×|x\b)", line[m.end():])))
                    for m in _FIGURE.finditer(line)]
         if not figures:
             continue
@@ -209,7 +222,7 @@ def check_page(path):
             named = [v for v in by_level.values() if v is not None]
             sources = named[-1] if named else None
         if sources is None:
-            for figure in figures:
+            for figure, _ in figures:
                 findings.append(Finding(
                     path, lineno, figure,
                     "no source: name the benchmark in the heading, or put "
@@ -218,8 +231,8 @@ def check_page(path):
             continue
         if not sources:
             continue  # claims: none
-        for figure in figures:
-            if not _matches(figure, sources):
+        for figure, ratio in figures:
+            if not _matches(figure, sources, ratio):
                 findings.append(Finding(
                     path, lineno, figure,
                     f"not in {', '.join(sources)} (stale? rerun, or correct the page)"))

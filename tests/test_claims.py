@@ -90,3 +90,14 @@ def test_arxiv_ids_are_not_figures(claims, monkeypatch, tmp_path):
 def test_targets_written_with_an_inequality_are_not_figures(claims, monkeypatch, tmp_path):
     findings = _page(claims, monkeypatch, tmp_path, "# Page\n\nTarget: ≤ 1.3× and ≥ 3.25×.\n")
     assert findings == []
+
+
+def test_a_three_decimal_figure_must_be_in_the_table(claims, monkeypatch, tmp_path):
+    # The JSON of a benchmark holds so many numbers that one rounds to almost any
+    # three-decimal figure: such a figure counts only when the Markdown table has it.
+    table = claims.source_numbers("adamix.md")
+    only_json = next(f"{y:.3f}" for y in claims.source_numbers("adamix.json")
+                     if 0 < y < 1 and all(abs(t - round(y, 3)) > 0.0005 for t in table))
+    findings = _page(claims, monkeypatch, tmp_path, (
+        f"# AdaMix (`benchmarks/bench_adamix.py`)\n\nAccuracy {only_json}.\n"))
+    assert [f.figure for f in findings] == [only_json]
