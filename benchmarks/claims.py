@@ -58,7 +58,7 @@ _NUMBER = r"\d+\.\d+"
 _FIGURE = re.compile(
     rf"(?<![\w.\-/])(?P<value>{_NUMBER})(?=\s*(?:±|×|x\b))"   # before ± or a ratio sign
     rf"|(?<=±)\s*(?P<half>{_NUMBER})"                          # the half-width after ±
-    rf"|(?<![\w.\-/])(?P<plain>\d+\.\d{{3,}})(?![\w.])"        # >= 3 decimals
+    rf"|(?<![\w.\-/])(?P<plain>\d+\.\d{{3,}})(?!\w|\.\d)"      # >= 3 decimals
 )
 # arXiv ids; targets and bounds written with an inequality ("≤ 1.3×", "≥ 3×").
 _IDENTIFIER = re.compile(r"(?:arXiv:?\s*|abs/|pdf/)\d{4}\.\d{4,5}(?:v\d+)?"
