@@ -34,7 +34,7 @@ dp-accounting pitfalls handled here (release 0.6.0):
   (see :func:`epsilon_and_accountant`). The PLD accountant's default
   discretisation (1e-4) overstates small ε many times over (×17 at ε ≈ 6e-5,
   3,000 steps) and makes large ε very slow; its discretisation is adapted to
-  the ε it resolves (:func:`_pld_scan`: about ε/512, refined until ε is
+  the ε it resolves (``_pld_scan``: about ε/512, refined until ε is
   resolved to 0.1 %; every answer is dp-accounting's pessimistic PLD, an upper
   bound), and below δ = 1e-12, where its truncated mass (about 1e-15) decides
   the answer, RDP answers instead. No reported ε is 0.
