@@ -134,26 +134,9 @@ def median_interval(values, level=0.90):
 # -- data (written once by the parent, read by the children) --------------------
 
 
-def click_log(n, n_fields=40, field_size=25_000, seed=0):
-    """One-hot click-log stand-in (as bench_epoch.py): one value per field, Zipf within a field."""
-    import numpy as np
-    import scipy.sparse as sp
-    from scipy.special import expit
-
-    rng = np.random.default_rng(seed)
-    ranks = np.minimum(rng.zipf(1.3, size=(n, n_fields)) - 1, field_size - 1)
-    perm = rng.permutation(field_size)
-    cols = (perm[ranks] + field_size * np.arange(n_fields)).astype(np.int32)
-    cols.sort(axis=1)
-    data = np.full(n * n_fields, 1.0 / math.sqrt(n_fields))
-    indptr = np.arange(0, n * n_fields + 1, n_fields, dtype=np.int32)
-    X = sp.csr_matrix((data, cols.ravel(), indptr), shape=(n, n_fields * field_size))
-    w = rng.normal(size=n_fields * field_size) * 3.0
-    y = (rng.random(n) < expit(X @ w)).astype(np.intp)
-    return X, y
-
-
 def write_data(folder, quick):
+    from bench_epoch import click_log  # the per-epoch benchmark's problem (c), same data
+
     import numpy as np
     import scipy.sparse as sp
 
