@@ -1,4 +1,4 @@
-"""Private linear classifiers."""
+"""Private linear classifiers and regressors."""
 
 import importlib
 
@@ -10,6 +10,7 @@ _LAZY = {
     "DPSGDClassifier": "._dpsgd",
     "DPSGDFClassifier": "._dpsgdf",
     "FeatureDPLogisticRegression": "._feature_dp_logistic",
+    "DPSGDRegressor": "._dpsgd_regressor",
 }
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "DPSGDClassifier",
     "DPSGDFClassifier",
     "FeatureDPLogisticRegression",
+    "DPSGDRegressor",
 ]
 
 
