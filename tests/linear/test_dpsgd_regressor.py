@@ -296,3 +296,22 @@ def test_inputs_not_mutated_and_nan_rejected(data):
     bad[0] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         DPSGDRegressor(epochs=1, y_bounds=BOUNDS).fit(X, bad)
+
+
+def test_pipeline_grid_search_and_privacy_report(data):
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    from sklearn_fdp import privacy_report
+
+    X, y = data
+    pipe = make_pipeline(FunctionTransformer(lambda Z: Z / 2),  # data-independent
+                         DPSGDRegressor(epsilon=4.0, epochs=2, y_bounds=BOUNDS, random_state=0))
+    grid = GridSearchCV(pipe, {"dpsgdregressor__learning_rate": [0.1, 1.0]}, cv=2).fit(X, y)
+    assert grid.best_params_["dpsgdregressor__learning_rate"] in (0.1, 1.0)
+    report = privacy_report(grid.best_estimator_)
+    reg = grid.best_estimator_[-1]
+    # The fit's ε, re-accounted by the report (PLD, as the fit's "auto" accountant).
+    assert report.epsilon_pld == pytest.approx(reg.epsilon_, rel=1e-3)
+    assert report.protected_unit.startswith("whole record")
