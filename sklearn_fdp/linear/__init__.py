@@ -11,6 +11,7 @@ _LAZY = {
     "DPSGDFClassifier": "._dpsgdf",
     "FeatureDPLogisticRegression": "._feature_dp_logistic",
     "DPSGDRegressor": "._dpsgd_regressor",
+    "FeatureDPSGDRegressor": "._feature_dp_sgd_regressor",
 }
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "DPSGDFClassifier",
     "FeatureDPLogisticRegression",
     "DPSGDRegressor",
+    "FeatureDPSGDRegressor",
 ]
 
 
