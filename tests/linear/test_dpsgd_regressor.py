@@ -348,3 +348,14 @@ def test_progress_hook_and_verbose(data, capsys):
         reg = DPSGDRegressor(epochs=1, y_bounds=BOUNDS, verbose=1, random_state=0).fit(X, y)
     assert calls[-1] == (reg.steps_, reg.steps_)
     assert "ε spent" in capsys.readouterr().out
+
+
+def test_private_search_refuses_a_regressor(data):
+    # Its released score is a noisy count of exact predictions: meaningless for a regressor.
+    from sklearn_fdp.model_selection import PrivateRandomizedSearchCV
+
+    X, y = data
+    search = PrivateRandomizedSearchCV(DPSGDRegressor(y_bounds=BOUNDS),
+                                       {"learning_rate": [0.1, 1.0]}, n_iter=2, epsilon=1.0)
+    with pytest.raises(ValueError, match="accuracy.*DPSGDRegressor"):
+        search.fit(X, y)
