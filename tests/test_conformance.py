@@ -32,7 +32,9 @@ from sklearn_fdp import (
     AdaMixClassifier,
     DPSGDClassifier,
     DPSGDFClassifier,
+    DPSGDRegressor,
     FeatureDPLogisticRegression,
+    FeatureDPSGDRegressor,
     PrivateMeanCenterer,
 )
 from sklearn_fdp.model_selection import PrivateRandomizedSearchCV
@@ -63,6 +65,13 @@ def _make(name):
     if name == "AdaMixClassifier":
         return AdaMixClassifier(epsilon=20.0, delta=1e-6, noise_multiplier=2.0,
                                 projection=False, adaptive_clipping=False, random_state=0)
+    if name == "DPSGDRegressor":  # regression on the 0/1 target
+        return DPSGDRegressor(y_bounds=(0.0, 1.0), epsilon=20.0, delta=1e-6, epochs=2,
+                              accountant="rdp", random_state=0)
+    if name == "FeatureDPSGDRegressor":
+        return FeatureDPSGDRegressor(private_features=["sex", "race"], y_bounds=(0.0, 1.0),
+                                     epsilon=20.0, delta=1e-6, epochs=2, accountant="rdp",
+                                     random_state=0)
     if name == "PrivateMeanCenterer":
         return PrivateMeanCenterer(epsilon=5.0, delta=1e-6, random_state=0)
     if name == "MLPFeatureDP":
@@ -82,6 +91,8 @@ NAMES = [
     "FeatureDPLogisticRegression",
     "DPSGDFClassifier",
     "AdaMixClassifier",
+    "DPSGDRegressor",
+    "FeatureDPSGDRegressor",
     "PrivateMeanCenterer",
     pytest.param("MLPFeatureDP", marks=pytest.mark.skipif(torch is None,
                                                           reason="MLPFeatureDP needs torch")),
@@ -342,9 +353,10 @@ def test_feature_names_in(fitted, name):
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if getattr(n, "values", [n])[0]
-                                  not in ("FeatureDPLogisticRegression", "MLPFeatureDP")])
+                                  not in ("FeatureDPLogisticRegression", "MLPFeatureDP",
+                                          "FeatureDPSGDRegressor")])
 def test_no_feature_names_from_an_array(frame, name):
-    # (The two estimators above are configured by column names here.)
+    # (The three estimators above are configured by column names here.)
     X, y = frame
     est = _fit(_make(name), X.to_numpy(), y.to_numpy())
     assert not hasattr(est, "feature_names_in_")

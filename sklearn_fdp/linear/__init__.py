@@ -1,4 +1,4 @@
-"""Private linear classifiers."""
+"""Private linear classifiers and regressors."""
 
 import importlib
 
@@ -10,6 +10,8 @@ _LAZY = {
     "DPSGDClassifier": "._dpsgd",
     "DPSGDFClassifier": "._dpsgdf",
     "FeatureDPLogisticRegression": "._feature_dp_logistic",
+    "DPSGDRegressor": "._dpsgd_regressor",
+    "FeatureDPSGDRegressor": "._feature_dp_sgd_regressor",
 }
 
 __all__ = [
@@ -17,6 +19,8 @@ __all__ = [
     "DPSGDClassifier",
     "DPSGDFClassifier",
     "FeatureDPLogisticRegression",
+    "DPSGDRegressor",
+    "FeatureDPSGDRegressor",
 ]
 
 
