@@ -32,6 +32,7 @@ from sklearn_fdp import (
     AdaMixClassifier,
     DPSGDClassifier,
     DPSGDFClassifier,
+    FeatureDPLinearRegression,
     FeatureDPLogisticRegression,
     PrivateMeanCenterer,
 )
@@ -57,6 +58,9 @@ def _make(name):
         return FeatureDPLogisticRegression(private_features=["sex", "race"], epsilon=20.0,
                                            delta=1e-6, epochs=2, accountant="rdp",
                                            random_state=0)
+    if name == "FeatureDPLinearRegression":
+        return FeatureDPLinearRegression(private_features=["sex", "race"], y_bounds=(0.0, 1.0),
+                                         epsilon=20.0, delta=1e-6, random_state=0)
     if name == "DPSGDFClassifier":
         return DPSGDFClassifier(epsilon=20.0, epsilon_mean=1.0, delta=1e-6, epochs=2,
                                 accountant="rdp", random_state=0)
@@ -80,6 +84,7 @@ def _make(name):
 NAMES = [
     "DPSGDClassifier",
     "FeatureDPLogisticRegression",
+    "FeatureDPLinearRegression",
     "DPSGDFClassifier",
     "AdaMixClassifier",
     "PrivateMeanCenterer",
@@ -342,7 +347,8 @@ def test_feature_names_in(fitted, name):
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if getattr(n, "values", [n])[0]
-                                  not in ("FeatureDPLogisticRegression", "MLPFeatureDP")])
+                                  not in ("FeatureDPLogisticRegression", "MLPFeatureDP",
+                                          "FeatureDPLinearRegression")])
 def test_no_feature_names_from_an_array(frame, name):
     # (The two estimators above are configured by column names here.)
     X, y = frame
