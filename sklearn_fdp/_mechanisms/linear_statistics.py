@@ -7,14 +7,14 @@ public or private, the blocks that involve only public values (``X_Pᵀ X_P``,
 and ``X_Pᵀ y`` when the target is public) are computed exactly, and the
 others are released once with the Gaussian mechanism:
 
-=========  ==========================  ======================  ======================
-block      entries                     add/remove sens.        replace sens.
-=========  ==========================  ======================  ======================
-``QP``     ``X_Qᵀ X~_P``               ``B_Q · P``             ``2 B_Q · P``
-``QQ``     upper triangle of X_QᵀX_Q   ``B_Q²``                ``√2 B_Q²``
-``Qy``     ``X_Qᵀ y``                  ``B_Q``                 ``2 B_Q``
-``Py``     ``X~_Pᵀ y`` (target private) ``P``                   ``2 P``
-=========  ==========================  ======================  ======================
+=========  ============================  ================  ==============
+block      entries                       add/remove sens.  replace sens.
+=========  ============================  ================  ==============
+``QP``     ``X_Qᵀ X~_P``                 ``B_Q · P``       ``2 B_Q · P``
+``QQ``     upper triangle of X_QᵀX_Q     ``B_Q²``          ``√2 B_Q²``
+``Qy``     ``X_Qᵀ y``                    ``B_Q``           ``2 B_Q``
+``Py``     ``X~_Pᵀ y`` (target private)  ``P``             ``2 P``
+=========  ============================  ================  ==============
 
 Units and bounds. Every row's public block is clipped to L2 norm ``B_P``
 and its protected block to ``B_Q`` (declared bounds, never read from the

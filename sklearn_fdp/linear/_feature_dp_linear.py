@@ -223,10 +223,11 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
     row_norm_bounds_ : tuple of (float, float)
         ``(B_P, B_Q)`` used.
     block_noise_std_ : dict
-        Noise std of the released entries of each noisy block, in units
-        where the target is mapped to [-1, 1] (see Notes): ``"QP"``,
-        ``"QQ"`` (its diagonal; off-diagonal entries / √2), ``"Qy"``,
-        ``"Py"``; only the blocks that were noised.
+        Noise std of the released entries of each noisy block: ``"QP"``
+        (``X_QᵀX~_P``), ``"QQ"`` (``X_QᵀX_Q``: its diagonal; off-diagonal
+        entries / √2), ``"Qy"`` (``X_Qᵀy``), ``"Py"`` (``X~_Pᵀy``), the last
+        two in units where the target is mapped to [-1, 1] (see Notes);
+        only the blocks that were noised.
     noise_scale_ : float
         τ, the expected spectral norm of the noise in ``X~ᵀX~`` (public; see
         ``solver``).
