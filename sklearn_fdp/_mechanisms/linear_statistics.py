@@ -61,8 +61,9 @@ the expected norm of the noise of ``X~_Pᵀy``. Every inverse raises the
 eigenvalues below its noise scale to it (at least ``1e-12 max(1,
 |λ|_max)``), so the solution is always finite. ``solver="residual"`` (the
 default) fits the public model, then the protected columns to its residual,
-each step with ``τ`` (``τ_b``) added to the ridge; ``"joint"`` solves the
-whole noisy system (Ridge on the clipped data when the noise vanishes).
+residualised on the public directions the noise leaves intact, each step with
+``τ`` (``τ_b``) added to the ridge; ``"joint"`` solves the whole noisy
+system. Both are Ridge on the clipped data when the noise vanishes.
 """
 
 import math
@@ -336,15 +337,19 @@ def solve_noisy_ridge(system, alpha, fit_intercept, layout, solver="residual"):
     noise this is :class:`sklearn.linear_model.Ridge` on the clipped data.
 
     ``"residual"``: the public model first, then the protected columns fitted
-    to its residual (one backfitting pass): ``β = (G_PP + (α + τ_b) D_P)⁻¹
-    b_P`` with ``τ_b = s_Py sqrt(d_P + 1)`` the expected norm of the noise of
-    ``b_P`` (0 with a public target); then, with ``Q`` centred by its noisy
-    column means ``μ = (X_Qᵀ1) / n`` (with an intercept), ``θ_Q = (X_QᵀX_Q −
-    n μ μᵀ + (α + τ) I)⁻¹ (b_Q − A_QP β)`` and the intercept moved by
-    ``−μ · θ_Q``. Both inverses floor their eigenvalues as above (``τ_b``,
-    ``τ``). It shrinks the protected part towards the exact public model
-    as the noise grows; with no noise it is not Ridge on all columns (the
-    protected columns are centred, not residualised on the public ones).
+    to its residual (one backfitting pass, made exact where the noise allows):
+    ``β = (G_PP + (α + τ_b) D_P)⁻¹ b_P`` with ``τ_b = s_Py sqrt(d_P + 1)`` the
+    expected norm of the noise of ``b_P`` (0 with a public target); the
+    protected columns are residualised on the public eigendirections ``V_k``
+    of that matrix whose eigenvalues ``λ_k`` are at least ``τ`` (there the
+    noise of ``A_QP`` is not amplified beyond ``1 / τ``; the intercept's
+    direction is one of them), ``C = X_QᵀX_Q − (A_QP V_k) Λ_k⁻¹ (A_QP V_k)ᵀ``,
+    and ``θ_Q = (C + (α + τ) I)⁻¹ (b_Q − A_QP β)``; the public coefficients
+    are then moved by ``− V_k Λ_k⁻¹ (A_QP V_k)ᵀ θ_Q``. As the noise grows the
+    model falls back to the exact public one; as it vanishes every direction
+    is kept and this is the joint solution (Ridge on the clipped data).
+    Chosen over the plain backfitting pass (no ``V_k``) and the joint solve
+    on a validation split of adult.data (see the estimator's ``solver``).
     """
     G = np.asarray(system.G, dtype=np.float64)
     size = G.shape[0]
@@ -360,21 +365,20 @@ def solve_noisy_ridge(system, alpha, fit_intercept, layout, solver="residual"):
     pub = np.r_[layout.public_idx, [size - 1] * int(fit_intercept)].astype(int)
     priv = layout.private_idx
     tau_b = _target_noise_scale(layout, system)
-    beta, raised_p = _floored_solve(G[np.ix_(pub, pub)] + np.diag((alpha + tau_b) * d_pen[pub]),
-                                    system.b[pub], tau_b)
-    C = G[np.ix_(priv, priv)]
-    if fit_intercept:
-        column_sums = G[priv, size - 1]
-        n = G[size - 1, size - 1]  # the public count
-        C = C - np.outer(column_sums, column_sums) / n
-    rhs = system.b[priv] - G[np.ix_(priv, pub)] @ beta
     tau = system.noise_scale
+    G_pp = G[np.ix_(pub, pub)] + np.diag((alpha + tau_b) * d_pen[pub])
+    beta, raised_p = _floored_solve(G_pp, system.b[pub], tau_b)
+    A = G[np.ix_(priv, pub)]
+    lam, V = np.linalg.eigh((G_pp + G_pp.T) / 2.0)
+    keep = lam >= max(tau, 1e-12 * max(1.0, float(np.abs(lam).max(initial=0.0))))
+    W = A @ V[:, keep]  # A_QP V_k
+    lam_k = lam[keep]
+    C = G[np.ix_(priv, priv)] - (W / lam_k) @ W.T
+    rhs = system.b[priv] - A @ beta
     theta_q, raised_q = _floored_solve(C + (alpha + tau) * np.eye(len(priv)), rhs, tau)
     theta = np.zeros(size)
-    theta[pub] = beta
+    theta[pub] = beta - V[:, keep] @ ((W.T @ theta_q) / lam_k)
     theta[priv] = theta_q
-    if fit_intercept:
-        theta[-1] -= column_sums @ theta_q / n
     return theta, raised_p + raised_q
 
 

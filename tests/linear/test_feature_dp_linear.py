@@ -106,25 +106,39 @@ def test_joint_solver_with_tiny_noise_is_ridge_on_clipped_data(data, label_publi
     assert bound < 1e-3 * np.linalg.norm(want)  # the check is tight
 
 
-def test_residual_solver_with_tiny_noise_is_the_two_stage_fit(data):
+def test_residual_solver_with_tiny_noise_is_ridge_too(data):
+    """Every public direction is kept when τ is tiny: the residual solve is exact FWL."""
+    X, y = data
+    kwargs = dict(private_features=PRIVATE, label_public=True, y_bounds=(-3, 4), alpha=1.0,
+                  epsilon=None, noise_multiplier=1e-3, random_state=0)
+    residual = FeatureDPLinearRegression(solver="residual", **kwargs).fit(X, y)
+    ref = Ridge(alpha=1.0, solver="cholesky").fit(X, y)
+    centre, half = ls.target_map((-3, 4), True)
+    Xa = np.hstack([X, np.ones((N, 1))])
+    A = Xa.T @ Xa + np.diag([1.0] * D + [0.0])
+    theta = np.r_[ref.coef_, ref.intercept_ - centre] / half
+    # The joint solve's perturbation bound, doubled for the protected step's ridge α + τ.
+    bound = 2 * _perturbation_bound(A, residual.noise_scale_, theta) * half
+    got = np.r_[residual.coef_, residual.intercept_]
+    want = np.r_[ref.coef_, ref.intercept_]
+    assert np.linalg.norm(got - want) <= bound
+    assert bound < 1e-3 * np.linalg.norm(want)
+
+
+def test_residual_solver_keeps_the_exact_public_model_under_huge_noise(data):
+    """τ above every public eigenvalue: no direction is kept, the public part is the
+    exact public-only Ridge (target public) and the protected part adds to it."""
     X, y = data
     est = FeatureDPLinearRegression(private_features=PRIVATE, label_public=True,
                                     y_bounds=(-3, 4), alpha=1.0, epsilon=None,
-                                    noise_multiplier=1e-3, random_state=0).fit(X, y)
+                                    noise_multiplier=1e6, random_state=0).fit(X, y)
+    assert est.noise_scale_ > 2 * N  # above the largest public eigenvalue (about n)
     public = [j for j in range(D) if j not in PRIVATE]
     centre, half = ls.target_map((-3, 4), True)
-    ys = (y - centre) / half
-    stage1 = Ridge(alpha=1.0).fit(X[:, public], ys)
-    resid = ys - stage1.predict(X[:, public])
-    Q = X[:, PRIVATE] - X[:, PRIVATE].mean(axis=0)
-    theta_q = np.linalg.solve(Q.T @ Q + (1.0 + est.noise_scale_) * np.eye(len(PRIVATE)),
-                              Q.T @ resid)
-    coef = np.zeros(D)
-    coef[public] = stage1.coef_
-    coef[PRIVATE] = theta_q
-    intercept = stage1.intercept_ - X[:, PRIVATE].mean(axis=0) @ theta_q
-    np.testing.assert_allclose(est.coef_, coef * half, rtol=0, atol=2e-3)
-    assert abs(est.intercept_ - (intercept * half + centre)) < 2e-3
+    ref = Ridge(alpha=1.0).fit(X[:, public], np.clip(y, -3, 4))
+    np.testing.assert_allclose(est.coef_[public], ref.coef_, rtol=1e-8, atol=1e-10)
+    assert est.intercept_ == pytest.approx(ref.intercept_, rel=1e-8)
+    assert np.all(np.isfinite(est.coef_[PRIVATE]))
 
 
 # -- the release: exact public blocks, noise as accounted --------------------------
