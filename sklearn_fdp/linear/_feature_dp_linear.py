@@ -179,9 +179,11 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         split of adult.data (target hours-per-week, Adult's protected
         columns private, 3 seeds; public-only Ridge 0.128, non-private
         Ridge 0.198), validation R² ``"residual"`` / ``"joint"``, target
-        public: 0.143 / 0.052 at ε = 0.03, 0.155 / 0.105 at ε = 0.1, 0.166 /
-        0.145 at ε = 0.3, 0.179 / 0.174 at ε = 1, 0.193 / 0.193 at ε = 3;
-        target private: ``"residual"`` lower by 0.0003 to 0.008.
+        public: 0.144 / 0.018 at ε = 0.01, 0.150 / 0.070 at ε = 0.03, 0.159
+        / 0.118 at ε = 0.1, 0.168 / 0.152 at ε = 0.3, 0.180 / 0.177 at ε = 1,
+        0.194 / 0.194 at ε = 3; target private too: 0.030 / 0.042 at
+        ε = 0.03, 0.082 / 0.094 at ε = 0.1, 0.163 / 0.164 at ε = 1 (so
+        ``"joint"`` may serve better there).
     [[fit_intercept]]
     [[epsilon]]
     [[delta]]
@@ -249,7 +251,9 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
     triangle, off-diagonal × √2): ``B_Q²``; ``X_Qᵀy``: ``B_Q``; ``X~_Pᵀy``:
     ``P``; under replacement twice these, but ``√2 B_Q²`` for ``X_QᵀX_Q``.
     The block weights minimise the total noise variance of the released
-    system (``w_k² ∝ sqrt(m_k) / c_k``) and are scaled so that the stacked
+    system (``w_k² ∝ sqrt(m_k) / c_k``), that of ``X_QᵀX~_P`` then halved
+    (the residual solver uses it only through a few projections; chosen on
+    a validation split of adult.data), and are scaled so that the stacked
     vector's sensitivity is 1 (add/remove) or 2 (replace; the accounting's
     convention). Positive definiteness: every matrix the solver inverts has
     its eigenvalues below its noise scale raised to it (a rule from σ and
