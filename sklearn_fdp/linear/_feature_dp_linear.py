@@ -271,9 +271,10 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
     ----------
     Mahloujifar, Guo et al., "Machine Learning with Privacy for Protected
     Attributes" (Def. 5/6). Sufficient-statistic perturbation for linear
-    regression: Wang, "Revisiting differentially private linear
-    regression", NeurIPS 2018; Sheffet, "Differentially private ordinary
-    least squares", ICML 2017.
+    regression: Sheffet, "Differentially Private Ordinary Least Squares",
+    ICML 2017 (arXiv:1507.02482); Wang, "Revisiting differentially private
+    linear regression: optimal and adaptive prediction & estimation in
+    unbounded domain", UAI 2018 (arXiv:1803.02596).
 
     Examples
     --------
