@@ -167,6 +167,7 @@ class Statistics(NamedTuple):
     b_Q: np.ndarray  # X_Qᵀ y
     b_P: np.ndarray  # X~_Pᵀ y (public when the target is)
     n_clipped: int  # targets outside y_bounds (not released)
+    n_public_clipped: int  # rows whose public block exceeded B_P (public: read off public columns)
 
 
 def target_map(y_bounds, fit_intercept):
@@ -178,10 +179,12 @@ def target_map(y_bounds, fit_intercept):
 
 
 def _clip_rows(block, bound):
-    """Rows of a float64 block scaled to L2 norm at most ``bound`` (a new array)."""
+    """``(rows, n)``: a float64 block's rows scaled to L2 norm at most ``bound`` (a new
+    array), and how many were scaled down."""
     if block.shape[1] == 0:
-        return block
-    return block * row_scale_factors(block, bound, "clip")[:, None]
+        return block, 0
+    factors = row_scale_factors(block, bound, "clip")
+    return block * factors[:, None], int(np.count_nonzero(factors < 1.0))
 
 
 def _chunk_rows(n_columns):
@@ -207,7 +210,7 @@ def sufficient_statistics(X, y, layout, y_bounds):
     width = d_p1 + d_q + 1
     S = np.zeros((width, width))
     y = np.asarray(y, dtype=np.float64)
-    n_clipped = 0
+    n_clipped = n_public_clipped = 0
     step = _chunk_rows(X.shape[1] + width)
     for start in range(0, n, step):
         stop = min(n, start + step)
@@ -215,10 +218,11 @@ def sufficient_statistics(X, y, layout, y_bounds):
         rows = rows.toarray() if sp.issparse(rows) else rows
         rows = np.asarray(rows, dtype=np.float64)
         Z = np.empty((stop - start, width))
-        Z[:, :d_p] = _clip_rows(rows[:, layout.public_idx], layout.public_bound)
+        Z[:, :d_p], count = _clip_rows(rows[:, layout.public_idx], layout.public_bound)
+        n_public_clipped += count
         if layout.fit_intercept:
             Z[:, d_p] = 1.0
-        Z[:, d_p1:d_p1 + d_q] = _clip_rows(rows[:, layout.private_idx], layout.private_bound)
+        Z[:, d_p1:d_p1 + d_q] = _clip_rows(rows[:, layout.private_idx], layout.private_bound)[0]
         yc = y[start:stop]
         n_clipped += int(np.count_nonzero((yc < lo) | (yc > hi)))
         Z[:, -1] = (np.clip(yc, lo, hi) - centre) / half
@@ -226,7 +230,7 @@ def sufficient_statistics(X, y, layout, y_bounds):
     S = (S + S.T) / 2.0
     q = slice(d_p1, d_p1 + d_q)
     return Statistics(S[:d_p1, :d_p1].copy(), S[q, :d_p1].copy(), S[q, q].copy(),
-                      S[q, -1].copy(), S[:d_p1, -1].copy(), n_clipped)
+                      S[q, -1].copy(), S[:d_p1, -1].copy(), n_clipped, n_public_clipped)
 
 
 def _triu(A):
@@ -292,10 +296,11 @@ def noise_scale(layout, noise_multiplier):
 def release_linear_statistics(X, y, layout, y_bounds, noise_multiplier, noise_rng):
     """Clip, compute the blocks, add one Gaussian to the stacked weighted vector; assemble.
 
-    Returns ``(system, n_clipped)``: the :class:`NoisySystem` (public blocks
-    exact, the others noisy) and the number of targets outside ``y_bounds``
-    (computed from the private targets: for the data holder's warning, not
-    released).
+    Returns ``(system, stats)``: the :class:`NoisySystem` (public blocks
+    exact, the others noisy) and the exact :class:`Statistics`, for their
+    counts only (``n_clipped``, the targets outside ``y_bounds``, computed
+    from the private targets: for the data holder's warning, never released;
+    ``n_public_clipped``, from the public columns).
     """
     stats = sufficient_statistics(X, y, layout, y_bounds)
     noisy = add_gaussian_noise(stacked_release(stats, layout), noise_multiplier, noise_rng)
@@ -323,7 +328,7 @@ def release_linear_statistics(X, y, layout, y_bounds, noise_multiplier, noise_rn
     b[priv] = b_Q
     stds = noise_stds(layout, noise_multiplier)
     return (NoisySystem(G, b, noise_scale(layout, noise_multiplier), stds.get("Py", 0.0)),
-            stats.n_clipped)
+            stats)
 
 
 SOLVERS = ("residual", "joint")

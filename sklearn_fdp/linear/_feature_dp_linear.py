@@ -160,7 +160,10 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         :func:`~sklearn_fdp.preprocessing.row_norm_bounds` of the schema of a
         :func:`~sklearn_fdp.preprocessing.make_tabular_preprocessor`) gives
         the tightest bounds of that preprocessor's output. Must be > 0
-        (0 allowed for an empty block).
+        (0 allowed for an empty block). ``fit`` warns (:class:`FdpWarning`)
+        with the number of rows whose public block was clipped (computed
+        from the public columns: free); protected blocks are clipped
+        silently.
     alpha : float, default=1.0
         Ridge penalty ``α ‖w‖²`` (the intercept is not penalised), >= 0, as
         in :class:`sklearn.linear_model.Ridge`.
@@ -374,9 +377,19 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         plan = self.privacy_plan(n_samples, n_features, feature_names=names)
         layout, y_bounds = self._layout(plan), plan.details["y_bounds"]
         (noise_rng,) = spawn_generators(self.random_state, 1, noise=self.noise)
-        system, n_clipped = release_linear_statistics(X, y, layout, y_bounds,
-                                                      plan.noise_multiplier, noise_rng)
-        if n_clipped:
+        system, stats = release_linear_statistics(X, y, layout, y_bounds,
+                                                  plan.noise_multiplier, noise_rng)
+        if stats.n_public_clipped:
+            # Read off the public columns only: free.
+            warnings.warn(
+                f"{stats.n_public_clipped} of {n_samples} rows of {name} have public columns "
+                f"of L2 norm above the public row-norm bound {layout.public_bound!r} and were "
+                "clipped to it, so the model sees other public values than predict does. "
+                "Scale the columns to a data-independent range (e.g. "
+                "sklearn_fdp.preprocessing.make_tabular_preprocessor) and pass its "
+                "row_norm_bounds(schema), or declare a larger bound.", FdpWarning, stacklevel=2)
+        if stats.n_clipped:
+            n_clipped = stats.n_clipped
             warnings.warn(
                 f"{n_clipped} of {n_samples} targets of {name} lay outside y_bounds="
                 f"{self.y_bounds!r} and were clipped to it. If the bounds are too narrow, "
