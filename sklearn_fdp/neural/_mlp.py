@@ -488,7 +488,7 @@ class _BaseMLPFeatureDP(BaseEstimator):
                             protected_columns=np.flatnonzero(~public_mask), **kwargs)
 
     def _validate_features(self, X, y, y_numeric):
-        """``(X, y)`` checked (in memory or out of core); a feature spec naming the label is rejected."""
+        """``(X, y)`` checked, in memory or out of core; a spec naming the label is rejected."""
         if _METHODS[self.method].feature_dp:  # "dp" ignores the feature specs
             check_label_in_spec(self, X, y)
         if should_stream(X):
