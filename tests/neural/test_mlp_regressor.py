@@ -408,3 +408,17 @@ def test_install_hint_names_the_regressor():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert "ERR MLPFeatureDPRegressor needs PyTorch" in out and "pip install '.[torch]'" in out
+
+
+def test_out_of_core_fit_equals_in_memory(data, tmp_path, monkeypatch):
+    """A memmap read batch by batch (the out-of-core path) gives the in-memory model."""
+    from sklearn_fdp import _outofcore
+
+    X, y = data
+    path = tmp_path / "X.npy"
+    np.save(path, X)
+    monkeypatch.setattr(_outofcore, "STREAM_MIN_BYTES", 0)
+    streamed = _fast().fit(np.load(path, mmap_mode="r"), y)
+    monkeypatch.undo()
+    in_memory = _fast().fit(X, y)
+    np.testing.assert_array_equal(streamed.predict(X), in_memory.predict(X))
