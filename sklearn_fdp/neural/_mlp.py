@@ -507,7 +507,7 @@ class _BaseMLPFeatureDP(BaseEstimator):
         name = type(self).__name__
         X, Y, fitted = self._training_data(X, y)
         n_samples, n_features = X.shape
-        check_delta_vs_n(self.delta, n_samples, name, stacklevel=5)
+        check_delta_vs_n(self.delta, n_samples, name, stacklevel=6)  # the caller of fit
         device = _resolve_device(torch, self.device, name)
         names = spec_feature_names(self, n_features, feature_names)
         plan = self.privacy_plan(n_samples, n_features, feature_names=names)
@@ -1109,7 +1109,7 @@ class MLPFeatureDPRegressor(RegressorMixin, _BaseMLPFeatureDP):
                 f"y_bounds={(lo, hi)!r} and were clipped to them. Widen y_bounds (a public "
                 "choice, not read from y) if they are plausible values.",
                 FdpWarning,
-                stacklevel=5,
+                stacklevel=6,  # the caller of fit
             )
         return X, self._scale_target(y, lo, hi)[:, None], {"y_bounds_": (lo, hi)}
 

@@ -246,8 +246,9 @@ def test_targets_outside_y_bounds_are_clipped_with_a_count(data):
     X, y = data
     y_out = y.copy()
     y_out[:3] = [10.0, -7.0, 3.5]
-    with pytest.warns(FdpWarning, match=r"3 of 600 target value\(s\) lie outside y_bounds"):
+    with pytest.warns(FdpWarning, match=r"3 of 600 target value\(s\) lie outside y_bounds") as rec:
         a = _fast().fit(X, y_out)
+    assert rec[0].filename == __file__  # the warning points at the caller of fit
     b = _fast().fit(X, np.clip(y_out, LO, HI))  # no warning: every value is inside
     np.testing.assert_array_equal(a.predict(X), b.predict(X))
 
