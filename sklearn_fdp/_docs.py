@@ -148,15 +148,20 @@ privacy_plan_ : PrivacyPlan
 _MARKER = re.compile(r"^( *)\[\[(\w+)\]\]$", flags=re.MULTILINE)
 
 
-def fill_doc(obj):
-    """Replace every ``[[name]]`` line of ``obj.__doc__`` by ``PARAGRAPHS[name]``."""
+def fill_doc(obj, extra=None):
+    """Replace every ``[[name]]`` line of ``obj.__doc__`` by ``PARAGRAPHS[name]``.
+
+    ``extra``: paragraphs shared by a family of estimators in their own
+    module (e.g. the two MLPs), looked up before :data:`PARAGRAPHS`.
+    """
+    table = PARAGRAPHS if extra is None else {**PARAGRAPHS, **extra}
 
     def paragraph(match):
         indent, name = match.groups()
-        if name not in PARAGRAPHS:
+        if name not in table:
             raise KeyError(f"{obj.__qualname__}'s docstring asks for the unknown shared "
                            f"paragraph [[{name}]]; add it to sklearn_fdp._docs.PARAGRAPHS.")
-        return textwrap.indent(PARAGRAPHS[name], indent)
+        return textwrap.indent(table[name], indent)
 
     if obj.__doc__:
         obj.__doc__ = _MARKER.sub(paragraph, obj.__doc__)

@@ -57,7 +57,7 @@ except ImportError:  # pragma: no cover - exercised without torch
     HAS_TORCH = False
 else:
     HAS_TORCH = True
-    from sklearn_fdp import MLPFeatureDP
+    from sklearn_fdp import MLPFeatureDP, MLPFeatureDPRegressor
 
     # A tiny network on the CPU (reproducible with a fixed random_state), at
     # the default epsilon: epsilon=50 hid a float32 batch dependence of
@@ -65,6 +65,12 @@ else:
     ESTIMATORS.append(
         MLPFeatureDP(hidden_layer_sizes=(8,), private_features=[0], delta=1e-9,
                      epochs=3, accountant="rdp", device="cpu", random_state=0))
+    # y_bounds wide enough for every check's targets: some checks turn the
+    # warning that counts clipped targets into an error.
+    ESTIMATORS.append(
+        MLPFeatureDPRegressor(hidden_layer_sizes=(8,), private_features=[0],
+                              y_bounds=(-1e3, 1e3), delta=1e-9, epochs=3, accountant="rdp",
+                              device="cpu", random_state=0))
 
 # Estimator name -> {check name: reason}. Every entry must say why. None today:
 # every estimator is deterministic given random_state (so the idempotency and
@@ -86,3 +92,4 @@ def test_mlp_needs_torch():
     if not HAS_TORCH:
         pytest.skip("torch is not installed: MLPFeatureDP's estimator checks are skipped")
     assert any(type(e).__name__ == "MLPFeatureDP" for e in ESTIMATORS)
+    assert any(type(e).__name__ == "MLPFeatureDPRegressor" for e in ESTIMATORS)

@@ -82,6 +82,11 @@ def _make(name):
         return sklearn_fdp.MLPFeatureDP(hidden_layer_sizes=(8,), private_features=["sex"],
                                         label_public=True, epsilon=20.0, delta=1e-6, epochs=2,
                                         accountant="rdp", device="cpu", random_state=0)
+    if name == "MLPFeatureDPRegressor":  # frame's target is 0/1
+        return sklearn_fdp.MLPFeatureDPRegressor(
+            hidden_layer_sizes=(8,), private_features=["sex"], label_public=True,
+            y_bounds=(0.0, 1.0), epsilon=20.0, delta=1e-6, epochs=2, accountant="rdp",
+            device="cpu", random_state=0)
     if name == "PrivateRandomizedSearchCV":
         return PrivateRandomizedSearchCV(
             DPSGDClassifier(epsilon=5.0, delta=1e-6, epochs=1, accountant="rdp"),
@@ -101,6 +106,9 @@ NAMES = [
     "PrivateMeanCenterer",
     pytest.param("MLPFeatureDP", marks=pytest.mark.skipif(torch is None,
                                                           reason="MLPFeatureDP needs torch")),
+    pytest.param("MLPFeatureDPRegressor",
+                 marks=pytest.mark.skipif(torch is None,
+                                          reason="MLPFeatureDPRegressor needs torch")),
     "PrivateRandomizedSearchCV",
 ]
 
@@ -359,10 +367,10 @@ def test_feature_names_in(fitted, name):
 
 @pytest.mark.parametrize("name", [n for n in NAMES if getattr(n, "values", [n])[0]
                                   not in ("FeatureDPLogisticRegression", "MLPFeatureDP",
-                                          "FeatureDPSGDRegressor",
-                                          "FeatureDPLinearRegression")])
+                                          "FeatureDPSGDRegressor", "FeatureDPLinearRegression",
+                                          "MLPFeatureDPRegressor")])
 def test_no_feature_names_from_an_array(frame, name):
-    # (The four estimators above are configured by column names here.)
+    # (The estimators above are configured by column names here.)
     X, y = frame
     est = _fit(_make(name), X.to_numpy(), y.to_numpy())
     assert not hasattr(est, "feature_names_in_")

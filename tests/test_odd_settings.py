@@ -5,8 +5,9 @@ a user would) is fitted on 200-row data under one odd setting the parameter
 constraints accept: δ >= 1/n, ``batch_size=1``, a single step, entries near
 1e150 or 1e-150, ε = 1e6 or 1e-6, a tiny or huge clipping norm, 1 to 3 rows,
 one feature, a constant feature. Each must either fit (a fitted model whose
-``predict`` returns labels of ``y``) or raise a ``ValueError`` (or its
-subclass ``BudgetExceededError``) whose message names the offending value —
+``predict`` returns labels of ``y``, or finite values for a regressor) or
+raise a ``ValueError`` (or its subclass ``BudgetExceededError``) whose
+message names the offending value —
 within :data:`CPU_TIMEOUT` seconds of CPU time (``ITIMER_PROF``, so that a
 loaded test machine does not fail a fast fit) and :data:`WALL_TIMEOUT`
 seconds of wall-clock time (``ITIMER_REAL``, for a fit that waits): a hang
@@ -62,10 +63,14 @@ try:  # MLPFeatureDP needs the optional torch extra
 except ImportError:  # pragma: no cover - exercised without torch
     pass
 else:
-    from sklearn_fdp import MLPFeatureDP
+    from sklearn_fdp import MLPFeatureDP, MLPFeatureDPRegressor
 
     ESTIMATORS["MLPFeatureDP"] = MLPFeatureDP(hidden_layer_sizes=(8,), private_features=[0],
                                               device="cpu", random_state=0)
+    # The data's target is 0/1: y_bounds=(0, 1) is its public range.
+    ESTIMATORS["MLPFeatureDPRegressor"] = MLPFeatureDPRegressor(
+        hidden_layer_sizes=(8,), private_features=[0], y_bounds=(0.0, 1.0), device="cpu",
+        random_state=0)
 
 # name -> (parameters, transformation of (X, y)); None: the data as they are.
 SETTINGS = {
@@ -161,6 +166,9 @@ def test_odd_setting_fits_or_fails_fast(name, setting, data):
     if name == "PrivateMeanCenterer":
         out = est.transform(X)
         assert out.shape == X.shape and np.isfinite(out).all()
+    elif is_regressor(est):
+        pred = est.predict(X)
+        assert pred.shape == (len(X),) and np.isfinite(pred).all()
     else:
         pred = est.predict(X)
         assert pred.shape == (len(X),)

@@ -269,6 +269,22 @@ def test_mlp_in_private_pipeline(data):
         "cat__sex_F", "cat__sex_M"]
 
 
+def test_mlp_regressor_in_private_pipeline(data):
+    pytest.importorskip("torch")
+    from sklearn_fdp import MLPFeatureDPRegressor
+
+    X, _ = data
+    y = X["age"].to_numpy()  # a real target, in its public range (20, 60)
+    mlp = MLPFeatureDPRegressor(hidden_layer_sizes=(4,), private_features=["sex"],
+                                y_bounds=(20.0, 60.0), epsilon=5.0, delta=1e-3, epochs=1,
+                                random_state=0)
+    pipe = make_private_pipeline(_ct(), mlp).fit(X, y)
+    assert [str(pipe[-1].feature_names_[i]) for i in pipe[-1].private_features_] == [
+        "cat__sex_F", "cat__sex_M"]
+    assert pipe.predict(X).shape == (len(X),)
+    assert privacy_report(pipe).is_private
+
+
 def test_audit_of_non_private_pipeline_is_empty(data):
     from sklearn.linear_model import LogisticRegression
 

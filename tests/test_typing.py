@@ -32,6 +32,7 @@ def _estimators():
     classes.append(PrivateRandomizedSearchCV)
     try:
         classes.append(sklearn_fdp.MLPFeatureDP)
+        classes.append(sklearn_fdp.MLPFeatureDPRegressor)
     except ImportError:  # pragma: no cover - torch missing
         pass
     return classes

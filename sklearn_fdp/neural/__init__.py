@@ -5,6 +5,6 @@ does, and raises an :class:`ImportError` saying how to install it when torch
 is missing.
 """
 
-from ._mlp import MLPFeatureDP
+from ._mlp import MLPFeatureDP, MLPFeatureDPRegressor
 
-__all__ = ["MLPFeatureDP"]
+__all__ = ["MLPFeatureDP", "MLPFeatureDPRegressor"]

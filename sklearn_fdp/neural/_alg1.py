@@ -21,10 +21,15 @@ recipe of §6.2):
 
 ``x_pub`` (:meth:`Trainer.public_view`) keeps the public columns and
 replaces the private ones by fresh N(0, 1) draws (``"gaussian_pad"``) or
-zeros (``"mask"``); with a private label ``ℓ_pub`` is the cross-entropy
-against the uniform prior (label-free), the MLP analogue of the label-DP
-case study of §5 (as for the linear model, see
-:mod:`sklearn_fdp._mechanisms.fdp`).
+zeros (``"mask"``). ``ℓ`` is a :class:`Loss` on the network's outputs:
+:class:`CrossEntropy` (``MLPFeatureDP``) or :class:`SquaredError`
+(``MLPFeatureDPRegressor``); everything else here is the same for both. With
+a private label ``ℓ_pub`` is label-free: the loss against the label's
+expectation under a public uniform prior (:attr:`Loss.prior`), which for the
+cross-entropy is the cross-entropy against the uniform distribution, the MLP
+analogue of the label-DP case study of §5 (as for the linear model, see
+:mod:`sklearn_fdp._mechanisms.fdp`), and for the squared error on a target
+mapped to [-1, 1] is ``½ f(x_pub)²`` (:class:`SquaredError`).
 
 Which streams are private is decided here (:func:`spawn_streams`): the
 Poisson coins, the noise and the padding of the private batch's ``ℓ_pub``
@@ -192,18 +197,82 @@ def _sq_norm_of_outer_sum(pieces):
     return sq
 
 
+class Loss:
+    """A per-example loss ``ℓ(z, t)`` of the network's outputs ``z`` and a target ``t``.
+
+    ``rows(z, t)`` is the loss of every row (summed over the last axis);
+    ``prior(n_outputs)`` the constant target of the label-free public loss
+    used when the label is private: the expectation of the target under a
+    public, data-independent uniform prior. The trainer computes nothing
+    else from the loss (per-example gradients come from autograd), so a
+    loss is all that differs between the classifier and the regressor.
+    """
+
+    def __init__(self, torch):
+        self.torch = torch
+
+    def rows(self, z, t):
+        raise NotImplementedError
+
+    def prior(self, n_outputs):
+        raise NotImplementedError
+
+
+class CrossEntropy(Loss):
+    """Softmax cross-entropy against a one-hot (or soft) target distribution.
+
+    Label-free public loss: the cross-entropy against the uniform prior
+    ``π = 1/K``, which equals the expected cross-entropy of a label drawn
+    from π (the cross-entropy is linear in the target).
+    """
+
+    def rows(self, z, t):
+        return self.torch.logsumexp(z, -1) - (z * t).sum(-1)
+
+    def prior(self, n_outputs):
+        return 1.0 / n_outputs
+
+
+class SquaredError(Loss):
+    """``½ ‖z − t‖²``, for targets mapped to [-1, 1] by the public ``y_bounds``.
+
+    Label-free public loss: ``½ ‖z‖²``, i.e. the target 0. Derivation, as
+    for :class:`CrossEntropy`: the expected loss of a target drawn from the
+    uniform prior on [-1, 1] is
+    ``E[½ (z − t)²] = ½ (z − E t)² + ½ Var t = ½ z² + 1/6``, whose gradient
+    in the weights is that of ``½ z²``. It reads neither ``y`` nor anything
+    computed from it. With every feature public (label DP) the private part
+    of a record's gradient is then ``∇ℓ − ∇ℓ_pub = (z − t) ∇z − z ∇z = −t ∇z``.
+    """
+
+    def rows(self, z, t):
+        d = z - t
+        return 0.5 * (d * d).sum(-1)
+
+    def prior(self, n_outputs):
+        return 0.0
+
+
+# ``Trainer(loss=...)`` values.
+LOSSES = {"cross_entropy": CrossEntropy, "squared_error": SquaredError}
+
+
 class Trainer:
     """The torch side of one fit: data on the device, losses, the clipped sum, updates.
 
     ``X`` is read through :func:`sklearn_fdp._outofcore.row_reader`: copied
     to the device whole when it is in memory, each batch's rows gathered
-    from it when it is read out of core. ``C = max_grad_norm`` is the clip
-    of every per-example gradient and the scale of the noise :func:`train`
-    adds (one value for both).
+    from it when it is read out of core. ``Y`` holds the training targets,
+    one row per record and one column per output of the network (one-hot
+    labels for ``loss="cross_entropy"``, the mapped target for
+    ``"squared_error"``). ``C = max_grad_norm`` is the clip of every
+    per-example gradient and the scale of the noise :func:`train` adds (one
+    value for both).
     """
 
     def __init__(self, torch, module, X, Y, public_mask, label_public, public_loss,
-                 device, max_grad_norm, activation, per_example, dtype=None):
+                 device, max_grad_norm, activation, per_example, dtype=None,
+                 loss="cross_entropy"):
         from torch.func import functional_call, grad, vmap
 
         dtype = torch.float32 if dtype is None else dtype
@@ -216,16 +285,17 @@ class Trainer:
         # In memory: a copy (never a view of the caller's array, which may be
         # read-only); out of core: the rows of each batch are read from X when needed.
         self.rows = row_reader(X, lambda a: torch.tensor(a, dtype=dtype, device=device))
-        self.Y = torch.as_tensor(Y, dtype=dtype, device=device)  # one-hot targets
-        self.n_classes = Y.shape[1]
+        self.Y = torch.as_tensor(Y, dtype=dtype, device=device)  # one column per output
+        self.n_outputs = Y.shape[1]
+        self.loss = LOSSES[loss](torch)
         self.private_idx = torch.as_tensor(np.flatnonzero(~public_mask), device=device)
         self.public_idx = torch.as_tensor(np.flatnonzero(public_mask), device=device)
         self.label_public = bool(label_public)
         self.pad = public_loss == "gaussian_pad"
         self.C = float(max_grad_norm)
-        # Target of the label-free public loss: the uniform prior.
-        self.prior = torch.full((self.n_classes,), 1.0 / self.n_classes, dtype=dtype,
-                                device=device)
+        # Target of the label-free public loss: the uniform prior's expectation.
+        self.prior = torch.full((self.n_outputs,), self.loss.prior(self.n_outputs),
+                                dtype=dtype, device=device)
         # The working copy of the weights (float64 for Algorithm 1 on large public
         # columns, compute_dtype); write_back casts to the module's float32.
         self.params = {k: v.detach().clone().to(device=device, dtype=dtype)
@@ -236,25 +306,23 @@ class Trainer:
         def logits(params, x):
             return functional_call(module, params, (x,))
 
-        def soft_ce(z, t):
-            # Cross-entropy against a (one-hot or soft) target distribution t.
-            return torch.logsumexp(z, -1) - (z * t).sum(-1)
+        loss_rows = self.loss.rows
 
         def loss_full(params, x, t):
-            return soft_ce(logits(params, x.unsqueeze(0)).squeeze(0), t)
+            return loss_rows(logits(params, x.unsqueeze(0)).squeeze(0), t)
 
         def loss_diff(params, x, t, x_pub, t_pub):
             return loss_full(params, x, t) - loss_full(params, x_pub, t_pub)
 
         def batch_loss(params, X, T):
-            return soft_ce(logits(params, X), T).mean()
+            return loss_rows(logits(params, X), T).mean()
 
         self.per_example = per_example
         self.linear_keys = [(f"{i}.weight", f"{i}.bias") for i, layer in enumerate(module)
                             if isinstance(layer, torch.nn.Linear)]
         self.act = _ACT_FUNCTIONS[activation](torch)
         self.logits = logits
-        self.soft_ce = soft_ce
+        self.loss_rows = loss_rows
         self.per_example_full = vmap(grad(loss_full), in_dims=(None, 0, 0))
         t_pub_dim = 0 if self.label_public else None
         self.per_example_diff = vmap(grad(loss_diff), in_dims=(None, 0, 0, 0, t_pub_dim))
@@ -362,7 +430,7 @@ class Trainer:
                     z.requires_grad_(True)
                 outputs.append(z)
                 h = self.act(z) if j < len(self.linear_keys) - 1 else z
-            losses = self.soft_ce(h, t)
+            losses = self.loss_rows(h, t)
             if diff:
                 losses = torch.cat([losses[:m], -losses[m:]])
             deltas = torch.autograd.grad(losses.sum(), outputs)
@@ -430,8 +498,8 @@ class Trainer:
     def batch_loss(self, idx):
         """Mean training loss on rows ``idx`` (diagnostic for ``verbose``; not private)."""
         with self.torch.no_grad():
-            return float(self.soft_ce(self.logits(self.params, self.rows(idx)),
-                                      self.Y[idx]).mean())
+            return float(self.loss_rows(self.logits(self.params, self.rows(idx)),
+                                        self.Y[idx]).mean())
 
     # -- updates ---------------------------------------------------------------
 

@@ -1,13 +1,16 @@
-"""MLPFeatureDP: a multi-layer perceptron trained with feature DP, in PyTorch.
+"""MLPFeatureDP and MLPFeatureDPRegressor: multi-layer perceptrons trained with feature DP.
 
 torch is imported lazily (inside functions), so ``import sklearn_fdp`` works
-without it; :class:`MLPFeatureDP` raises an :class:`ImportError` naming the
-extra to install when it is constructed without torch.
+without it; the estimators raise an :class:`ImportError` naming the extra to
+install when they are constructed without torch.
 
-This module holds the estimator: parameters, validation, the privacy plan,
-the network's architecture and persistence, prediction. What runs on the
-private data (FDP Algorithm 1's private step, its random streams, the
-training loop) lives in :mod:`sklearn_fdp.neural._alg1`.
+This module holds the estimators: parameters, validation, the privacy plan,
+the network's architecture and persistence, prediction. Both share
+:class:`_BaseMLPFeatureDP`; they differ only in their targets (one-hot
+labels and the cross-entropy, or a target mapped to [-1, 1] by the public
+``y_bounds`` and the squared error) and in what they predict. What runs on
+the private data (FDP Algorithm 1's private step, its random streams, the
+training loop, the losses) lives in :mod:`sklearn_fdp.neural._alg1`.
 """
 
 from __future__ import annotations
@@ -16,11 +19,12 @@ from typing import TYPE_CHECKING
 
 import math
 import sys
+import warnings
 from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import accounting
@@ -31,6 +35,7 @@ from .._budget import (
     resolve_public_batch_size,
 )
 from .._docs import fill_doc
+from ..exceptions import FdpWarning
 from .._mechanisms.fdp import PUBLIC_LOSSES
 from .._outofcore import should_stream, validate_row_source
 from .._plan import feature_plan, record_plan
@@ -56,10 +61,10 @@ if TYPE_CHECKING:  # annotations only
     from .._plan import PrivacyPlan
     from .._typing import ArrayLike, FeatureSpec, MatrixLike, RandomStateLike
 
-__all__ = ["MLPFeatureDP"]
+__all__ = ["MLPFeatureDP", "MLPFeatureDPRegressor"]
 
 _TORCH_HINT = (
-    "MLPFeatureDP needs PyTorch, which is not installed. Install the optional extra: "
+    "{name} needs PyTorch, which is not installed. Install the optional extra: "
     "pip install 'torch>=2.4,<3' (or, from the sklearn_fdp source tree, "
     "pip install '.[torch]'; README, 'Install', for the CPU-only wheel)"
 )
@@ -85,11 +90,11 @@ _METHODS = {
 _PREDICT_BATCH = 8192
 
 
-def _import_torch():
+def _import_torch(name="MLPFeatureDP"):
     try:
         import torch
     except ImportError as exc:  # pragma: no cover - exercised with torch hidden
-        raise ImportError(_TORCH_HINT) from exc
+        raise ImportError(_TORCH_HINT.format(name=name)) from exc
     return torch
 
 
@@ -161,191 +166,188 @@ def _module_from_arrays(saved):
     return module
 
 
+def _check_y_bounds(est):
+    """``(lo, hi)`` of ``est.y_bounds`` as floats; a ValueError naming the value otherwise."""
+    name = type(est).__name__
+    bounds = est.y_bounds
+    if bounds is None:
+        raise ValueError(
+            f"{name} needs y_bounds=(lo, hi): the range the target can take, a public "
+            "choice made without looking at y (e.g. y_bounds=(1, 99) for hours per week). "
+            "The target is clipped to it and mapped to [-1, 1] for training; it is never "
+            "learnt from the data."
+        )
+    try:
+        lo, hi = (float(v) for v in bounds)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"y_bounds of {name} must be a pair (lo, hi) of numbers, got {bounds!r}. Give "
+            "the range the target can take, chosen without looking at y (e.g. (1, 99))."
+        ) from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ValueError(
+            f"y_bounds of {name} must be finite with lo < hi, got {bounds!r}. Give the "
+            "range the target can take, chosen without looking at y."
+        )
+    return lo, hi
 
-@fill_doc
-class MLPFeatureDP(ClassifierMixin, BaseEstimator):
-    """Multi-layer perceptron trained with feature differential privacy (PyTorch).
 
-    Some columns of ``X`` (and optionally the label) are public, the other
-    columns of every record are protected. With ``method="alg1"`` each step
-    follows FDP Algorithm 1: per-example gradients of ``ℓ − ℓ_pub`` on a
-    Poisson batch (``ℓ_pub`` sees only the public part of a record) are
-    clipped and noised as in DP-SGD, and the exact gradient of ``ℓ_pub`` on a
-    separate uniform public batch is added for free. The run is
-    (ε, δ)-feature-DP for the private columns, with ε computed by
-    dp-accounting for the Poisson-subsampled Gaussian, exactly as for
-    :class:`~sklearn_fdp.FeatureDPLogisticRegression`.
+# Parameter and attribute paragraphs of both MLPs (filled in by fill_doc).
+_PARAGRAPHS = {
+    "hidden_layer_sizes": """\
+hidden_layer_sizes : tuple of int, default=(300,)
+    Widths of the hidden layers (the FDP paper's Purchase100 model is one
+    hidden layer of 300 ReLU units). Each must be >= 1.""",
+    "activation": """\
+activation : {"relu", "tanh", "logistic", "identity"}, default="relu"
+    Hidden-layer activation.""",
+    "feature_specs": """\
+public_features, private_features : spec or None, default=None
+    Exactly one, for ``method`` ``"alg1"`` and ``"dpsgd"``: the columns
+    that may leak, or the ones to protect, as column indices, a boolean
+    mask, column names (encoder outputs ``"<name>_*"`` match too) or a
+    callable on column names; see :mod:`sklearn_fdp.features`. Ignored
+    (may be None) for ``method="dp"``, which treats nothing as public.""",
+    "public_loss": """\
+public_loss : {"gaussian_pad", "mask"}, default="mask"
+    Construction of the public view ``x_pub``: private columns replaced
+    by zeros (``"mask"``) or by fresh N(0, 1) draws (``"gaussian_pad"``,
+    the paper's Purchase100 recipe). ``"mask"`` is the default since it
+    won every comparison of ``benchmarks/bench_mlp.py`` (on the
+    Purchase-like data 0.59-0.77 against 0.36-0.38 test accuracy at
+    ε = 1-8: N(0, 1) columns look nothing like sparse 0/1 purchases);
+    ``FeatureDPLogisticRegression`` uses the same default.""",
+    "mlp_method": """\
+method : {"alg1", "dpsgd", "dp"}, default="alg1"
+    ``"alg1"``: FDP Algorithm 1 (after ``public_epochs`` of public
+    pretraining). ``"dpsgd"``: public pretraining, then plain DP-SGD on
+    the full loss (the FDP paper's "FDP (DP-SGD)"). ``"dp"``: plain
+    DP-SGD on all features (record-level DP; the baseline).""",
+    "alpha": """\
+alpha : float, default=1.0
+    Weight of the noisy private gradient in ``g = g_pub + α g̃_priv``
+    (``"alg1"`` only), > 0. The paper tunes it; smaller values average
+    out more noise at the price of a bias towards ``ℓ_pub``.""",
+    "public_batch_size": """\
+public_batch_size : int or "auto", default="auto"
+    Size of the uniform public batches; ``"auto"``: the expected private
+    batch size.""",
+    "mlp_max_grad_norm": """\
+max_grad_norm : float, default=1.0
+    Clip norm ``C`` of each per-example (private) gradient, > 0.""",
+    "mlp_batch_size": """\
+batch_size : int or "auto", default="auto"
+    Expected Poisson batch size ``q n``. ``"auto"``:
+    ``clip(round(8 sqrt(n)), 64, 4096)`` (about ``n / 16``, the paper's
+    sampling rate, for n = 16,000).""",
+    "mlp_learning_rate": """\
+learning_rate : float, default=0.1
+    Step size (the paper's 0.1), > 0.""",
+    "mlp_momentum": """\
+momentum : float, default=0.9
+    Heavy-ball momentum in [0, 1) (the paper's 0.9).""",
+    "device": """\
+device : {"auto", "cpu", "cuda"}, default="auto"
+    Where to train. ``"auto"``: CUDA when torch sees a GPU, else CPU.
+    The fitted weights are always stored on the CPU.""",
+    "per_example": """\
+per_example : {"outer", "vmap"}, default="outer"
+    How the clipped sum of per-example gradients is computed; both are
+    exact and give the same result up to float rounding. ``"vmap"``:
+    ``torch.func`` (``functional_call`` + ``vmap`` + ``grad``), which
+    materialises per-example gradients in chunks. ``"outer"``: the
+    closed form for Linear layers -- a per-example gradient is
+    ``δ_i a_iᵀ`` (a difference of two for ``ℓ − ℓ_pub``, split into
+    orthogonal pieces so that its norm does not cancel), so its norm
+    and the clipped sum need one batched backward pass and a few matrix
+    products per layer; tens of times faster (see
+    ``benchmarks/bench_mlp.py``). Both clip every per-example gradient
+    to ``max_grad_norm · (1 − 4u)`` (``u``: float32's unit roundoff).""",
+    "mlp_random_state": """\
+random_state : int, RandomState instance or None, default=None
+    Seeds the initialisation, the batches, the padding and the noise; on
+    the CPU a fixed value reproduces the fit.""",
+    "mlp_noise": """\
+noise : {"default", "secure"}, default="default"
+    Source of the randomness privacy rests on: the Poisson batch coins and the
+    Gaussian noise (drawn on the CPU and copied to ``device``). ``"default"``:
+    NumPy PCG64 streams spawned from ``random_state`` (reproducible).
+    ``"secure"``: fresh bits from the OS CSPRNG (``os.urandom``) and a
+    Gaussian sampler hardened against floating-point attacks (four Box–Muller
+    normals summed and halved, as in Opacus's ``secure_mode``); slower (user
+    guide, "Secure noise"), and ``random_state`` no longer reproduces the fit
+    (it still seeds the initialisation, the public batches and their
+    padding; the padding of the private batch's ``ℓ_pub`` term comes from
+    the CSPRNG too).
+    The accounting, and so ``epsilon_``, is the same.""",
+    "mlp_verbose": """\
+verbose : int, default=0
+    Print, after every epoch, the mean training loss of that epoch's
+    private batches and the ε spent so far.""",
+    "mlp_fitted_inputs": """\
+n_features_in_ : int
+feature_names_in_ : ndarray of shape (``n_features_in_``,)
+    Defined when ``X`` has string column names.
+feature_names_ : ndarray of str of shape (``n_features_in_``,) or None
+    Column names the feature specs were resolved against:
+    ``feature_names_in_``, else the ``feature_names`` passed to ``fit``
+    (as :class:`~sklearn_fdp.pipeline.PrivatePipeline` does), else None.
+module_ : torch.nn.Sequential
+    The trained network, on the CPU.
+device_ : str
+    Device the fit ran on.""",
+    "mlp_fitted_privacy": """\
+epsilon_ : float
+    ε the run actually spent at ``delta_`` (≤ ``epsilon``).
+delta_ : float
+noise_multiplier_ : float
+    σ used (calibrated or given).
+steps_ : int
+    Number of noisy steps.
+n_iter_ : int
+    Same as ``steps_``.
+batch_size_ : int
+    Expected private batch size.
+sampling_rate_ : float
+    Poisson rate ``q = batch_size_ / n_samples``.
+accountant_ : str
+    Accountant that computed ``noise_multiplier_`` and ``epsilon_``.
+dp_event_ : dp_accounting.DpEvent
+    The mechanism run by ``fit``, for re-accounting (e.g. at another δ).
+privacy_plan_ : PrivacyPlan
+    What the fit spent and protects, computed from public quantities
+    before any private value was read (``privacy_plan(...)``); its
+    ``dp_event`` is ``dp_event_``.
+public_mask_ : ndarray of bool of shape (``n_features_in_``,)
+    Columns treated as public (all False for ``method="dp"``).
+public_features_ : ndarray of int
+    Indices of the public columns.
+private_features_ : ndarray of int
+    Indices of the protected columns.
+label_public_ : bool
+    Whether the label was treated as public.
+alpha_ : float
+    α used (1 unless ``method="alg1"``).
+public_batch_size_ : int
+    Size of the public batches (0 when no public gradient was used).""",
+}
 
-    Needs the optional extra ``[torch]`` (``pip install '.[torch]'`` from the source
-    tree).
 
-    Parameters
-    ----------
-    hidden_layer_sizes : tuple of int, default=(300,)
-        Widths of the hidden layers (the FDP paper's Purchase100 model is one
-        hidden layer of 300 ReLU units). Each must be >= 1.
-    activation : {"relu", "tanh", "logistic", "identity"}, default="relu"
-        Hidden-layer activation.
-    public_features, private_features : spec or None, default=None
-        Exactly one, for ``method`` ``"alg1"`` and ``"dpsgd"``: the columns
-        that may leak, or the ones to protect, as column indices, a boolean
-        mask, column names (encoder outputs ``"<name>_*"`` match too) or a
-        callable on column names; see :mod:`sklearn_fdp.features`. Ignored
-        (may be None) for ``method="dp"``, which treats nothing as public.
-    label_public : bool, default=False
-        Whether the label is public too. If False, ``ℓ_pub`` is the
-        label-free cross-entropy against the uniform prior.
-    public_loss : {"gaussian_pad", "mask"}, default="mask"
-        Construction of the public view ``x_pub``: private columns replaced
-        by zeros (``"mask"``) or by fresh N(0, 1) draws (``"gaussian_pad"``,
-        the paper's Purchase100 recipe). ``"mask"`` is the default since it
-        won every comparison of ``benchmarks/bench_mlp.py`` (on the
-        Purchase-like data 0.59-0.77 against 0.36-0.38 test accuracy at
-        ε = 1-8: N(0, 1) columns look nothing like sparse 0/1 purchases);
-        ``FeatureDPLogisticRegression`` uses the same default.
-    method : {"alg1", "dpsgd", "dp"}, default="alg1"
-        ``"alg1"``: FDP Algorithm 1 (after ``public_epochs`` of public
-        pretraining). ``"dpsgd"``: public pretraining, then plain DP-SGD on
-        the full loss (the FDP paper's "FDP (DP-SGD)"). ``"dp"``: plain
-        DP-SGD on all features (record-level DP; the baseline).
-    alpha : float, default=1.0
-        Weight of the noisy private gradient in ``g = g_pub + α g̃_priv``
-        (``"alg1"`` only), > 0. The paper tunes it; smaller values average
-        out more noise at the price of a bias towards ``ℓ_pub``.
-    public_batch_size : int or "auto", default="auto"
-        Size of the uniform public batches; ``"auto"``: the expected private
-        batch size.
-    public_epochs : float, default=0.0
-        Passes of noise-free SGD on ``ℓ_pub`` before the private run (free:
-        Remark 2 of the paper). Needs ``label_public=True`` (the label-free
-        ``ℓ_pub`` has no minimiser) and ``method`` other than ``"dp"``.
-    [[epsilon]]
-    [[delta]]
-    max_grad_norm : float, default=1.0
-        Clip norm ``C`` of each per-example (private) gradient, > 0.
-    [[noise_multiplier]]
-    batch_size : int or "auto", default="auto"
-        Expected Poisson batch size ``q n``. ``"auto"``:
-        ``clip(round(8 sqrt(n)), 64, 4096)`` (about ``n / 16``, the paper's
-        sampling rate, for n = 16,000).
-    [[epochs]]
-    learning_rate : float, default=0.1
-        Step size (the paper's 0.1), > 0.
-    momentum : float, default=0.9
-        Heavy-ball momentum in [0, 1) (the paper's 0.9).
-    [[accountant]]
-    [[neighboring]]
-    device : {"auto", "cpu", "cuda"}, default="auto"
-        Where to train. ``"auto"``: CUDA when torch sees a GPU, else CPU.
-        The fitted weights are always stored on the CPU.
-    per_example : {"outer", "vmap"}, default="outer"
-        How the clipped sum of per-example gradients is computed; both are
-        exact and give the same result up to float rounding. ``"vmap"``:
-        ``torch.func`` (``functional_call`` + ``vmap`` + ``grad``), which
-        materialises per-example gradients in chunks. ``"outer"``: the
-        closed form for Linear layers -- a per-example gradient is
-        ``δ_i a_iᵀ`` (a difference of two for ``ℓ − ℓ_pub``, split into
-        orthogonal pieces so that its norm does not cancel), so its norm
-        and the clipped sum need one batched backward pass and a few matrix
-        products per layer; tens of times faster (see
-        ``benchmarks/bench_mlp.py``). Both clip every per-example gradient
-        to ``max_grad_norm · (1 − 4u)`` (``u``: float32's unit roundoff).
-    random_state : int, RandomState instance or None, default=None
-        Seeds the initialisation, the batches, the padding and the noise; on
-        the CPU a fixed value reproduces the fit.
-    noise : {"default", "secure"}, default="default"
-        Source of the randomness privacy rests on: the Poisson batch coins and the
-        Gaussian noise (drawn on the CPU and copied to ``device``). ``"default"``:
-        NumPy PCG64 streams spawned from ``random_state`` (reproducible).
-        ``"secure"``: fresh bits from the OS CSPRNG (``os.urandom``) and a
-        Gaussian sampler hardened against floating-point attacks (four Box–Muller
-        normals summed and halved, as in Opacus's ``secure_mode``); slower (user
-        guide, "Secure noise"), and ``random_state`` no longer reproduces the fit
-        (it still seeds the initialisation, the public batches and their
-        padding; the padding of the private batch's ``ℓ_pub`` term comes from
-        the CSPRNG too).
-        The accounting, and so ``epsilon_``, is the same.
-    verbose : int, default=0
-        Print, after every epoch, the mean training loss of that epoch's
-        private batches and the ε spent so far.
-    [[classes]]
+def _fill_mlp_doc(obj):
+    return fill_doc(obj, extra=_PARAGRAPHS)
 
-    Attributes
-    ----------
-    classes_ : ndarray of shape (n_classes,)
-    n_features_in_ : int
-    feature_names_in_ : ndarray of shape (``n_features_in_``,)
-        Defined when ``X`` has string column names.
-    feature_names_ : ndarray of str of shape (``n_features_in_``,) or None
-        Column names the feature specs were resolved against:
-        ``feature_names_in_``, else the ``feature_names`` passed to ``fit``
-        (as :class:`~sklearn_fdp.pipeline.PrivatePipeline` does), else None.
-    module_ : torch.nn.Sequential
-        The trained network, on the CPU.
-    device_ : str
-        Device the fit ran on.
-    [[epsilon_]]
-    [[delta_]]
-    [[noise_multiplier_]]
-    [[steps_]]
-    [[n_iter_]]
-    batch_size_ : int
-        Expected private batch size.
-    [[sampling_rate_]]
-    [[accountant_]]
-    [[dp_event_]]
-    [[privacy_plan_]]
-    public_mask_ : ndarray of bool of shape (``n_features_in_``,)
-        Columns treated as public (all False for ``method="dp"``).
-    [[public_features_]]
-    [[private_features_]]
-    [[label_public_]]
-    alpha_ : float
-        α used (1 unless ``method="alg1"``).
-    public_batch_size_ : int
-        Size of the public batches (0 when no public gradient was used).
 
-    Notes
-    -----
-    Privacy: unit = the private columns of one record (and its label unless
-    ``label_public``); feature DP relative to the public part Ψ(x) (FDP
-    paper, Def. 6 under ``"add_remove"``, Def. 5 under ``"replace"``);
-    ``method="dp"`` gives record-level DP. Per-example clipping of
-    ``∇ℓ − ∇ℓ_pub`` (of ``∇ℓ`` for ``"dpsgd"``/``"dp"``) to ``max_grad_norm``,
-    Gaussian noise of std ``σ C``, sums divided by the expected batch size;
-    ε by dp-accounting for ``steps_`` Poisson-subsampled Gaussian steps
-    (Thm. 5), the same event as :class:`~sklearn_fdp.DPSGDClassifier`'s. The
-    public batches, their padding and the padding of the private batch's
-    ``ℓ_pub`` term come from generators of their own, never the Poisson
-    sampler's (Prop. 3); with ``noise="secure"`` the private batch's padding
-    is drawn from the OS CSPRNG, like the noise. Public pretraining reads
-    public data only (Remark 2). NOT protected: the public columns, the label when
-    ``label_public=True``, ``n``, the set of classes (read from ``y`` unless
-    ``classes`` is given), and the training loss
-    printed when ``verbose`` (a diagnostic computed on the private data).
-    torch's generators are not cryptographically secure.
+class _BaseMLPFeatureDP(BaseEstimator):
+    """What both MLPs share: parameters, the plan, ``fit``'s straight line, the forward pass.
 
-    See Also
-    --------
-    FeatureDPLogisticRegression : the linear model with the same splits.
-    sklearn.neural_network.MLPClassifier : the non-private model.
-
-    References
-    ----------
-    Mahloujifar, Guo et al., "Machine Learning with Privacy for Protected
-    Attributes": §5 (Algorithm 1, Thm. 5, Prop. 3, Remark 2) and §6.2.
-
-    Examples
-    --------
-    >>> from sklearn.datasets import make_classification
-    >>> from sklearn_fdp import MLPFeatureDP
-    >>> X, y = make_classification(n_samples=500, n_features=6, random_state=0)
-    >>> clf = MLPFeatureDP(hidden_layer_sizes=(16,), private_features=[0, 1],
-    ...                    label_public=True, epsilon=2.0, epochs=2, delta=1e-4,
-    ...                    device="cpu", random_state=0).fit(X, y)
-    >>> clf.private_features_.tolist(), bool(clf.epsilon_ <= 2.0)
-    ([0, 1], True)
+    A subclass sets ``_loss`` (a key of :data:`._alg1.LOSSES`) and
+    implements ``_training_data(X, y) -> (X, Y, fitted)`` (``Y``: the
+    training targets, one column per network output; ``fitted``: its
+    target attributes, stored by ``fit``) and its predictions. Not an
+    estimator by itself.
     """
+
+    _loss = None
 
     _parameter_constraints: dict = {
         "hidden_layer_sizes": "no_validation",  # checked by _hidden_sizes
@@ -374,66 +376,7 @@ class MLPFeatureDP(ClassifierMixin, BaseEstimator):
         "random_state": ["random_state"],
         "noise": [StrOptions(set(NOISE_OPTIONS))],
         "verbose": ["verbose"],
-        "classes": ["array-like", None],
     }
-
-    def __init__(
-        self,
-        *,
-        hidden_layer_sizes: int | tuple[int, ...] = (300,),
-        activation: Literal["identity", "logistic", "relu", "tanh"] = "relu",
-        public_features: FeatureSpec = None,
-        private_features: FeatureSpec = None,
-        label_public: bool = False,
-        public_loss: Literal["gaussian_pad", "mask"] = "mask",
-        method: Literal["alg1", "dp", "dpsgd"] = "alg1",
-        epsilon: float | None = 1.0,
-        delta: float = 1e-5,
-        max_grad_norm: float = 1.0,
-        noise_multiplier: float | None = None,
-        alpha: float = 1.0,
-        batch_size: int | Literal["auto"] = "auto",
-        public_batch_size: int | Literal["auto"] = "auto",
-        public_epochs: float = 0.0,
-        epochs: float = 10.0,
-        learning_rate: float = 0.1,
-        momentum: float = 0.9,
-        accountant: Literal["auto", "pld", "rdp"] = "auto",
-        neighboring: Literal["add_remove", "replace"] = "add_remove",
-        device: Literal["auto", "cpu", "cuda"] = "auto",
-        per_example: Literal["outer", "vmap"] = "outer",
-        random_state: RandomStateLike = None,
-        noise: Literal["default", "secure"] = "default",
-        verbose: int = 0,
-        classes: ArrayLike | None = None,
-    ) -> None:
-        _import_torch()  # fail early, with the install hint
-        self.hidden_layer_sizes = hidden_layer_sizes
-        self.activation = activation
-        self.public_features = public_features
-        self.private_features = private_features
-        self.label_public = label_public
-        self.public_loss = public_loss
-        self.method = method
-        self.epsilon = epsilon
-        self.delta = delta
-        self.max_grad_norm = max_grad_norm
-        self.noise_multiplier = noise_multiplier
-        self.alpha = alpha
-        self.batch_size = batch_size
-        self.public_batch_size = public_batch_size
-        self.public_epochs = public_epochs
-        self.epochs = epochs
-        self.learning_rate = learning_rate
-        self.momentum = momentum
-        self.accountant = accountant
-        self.neighboring = neighboring
-        self.device = device
-        self.per_example = per_example
-        self.random_state = random_state
-        self.noise = noise
-        self.verbose = verbose
-        self.classes = classes
 
     def _hidden_sizes(self):
         name = type(self).__name__
@@ -452,7 +395,6 @@ class MLPFeatureDP(ClassifierMixin, BaseEstimator):
                 f"(e.g. (300,)), got {self.hidden_layer_sizes!r}."
             )
         return tuple(int(s) for s in sizes)
-
 
     def _check_params(self):
         """Rules spanning several parameters (besides the budget's)."""
@@ -545,50 +487,27 @@ class MLPFeatureDP(ClassifierMixin, BaseEstimator):
         return feature_plan(*args, protected, not label_public,
                             protected_columns=np.flatnonzero(~public_mask), **kwargs)
 
-    def _validate_training_data(self, X, y):
-        """``(X, classes, y_index)`` checked; a feature spec naming the label is rejected."""
+    def _validate_features(self, X, y, y_numeric):
+        """``(X, y)`` checked, in memory or out of core; a spec naming the label is rejected."""
         if _METHODS[self.method].feature_dp:  # "dp" ignores the feature specs
             check_label_in_spec(self, X, y)
         if should_stream(X):
             # A large numpy.memmap / dask array: checked in chunks, each batch's
             # rows read from it (sklearn_fdp._outofcore), never copied whole.
-            X, y = validate_row_source(self, X, y, compute_dtype=np.float32)
-        else:
-            X, y = validate_numeric_data(self, X, y, dtype=[np.float32, np.float64],
-                                         y_numeric=False)
-            # The network computes in float32: reject rows whose squared norm overflows it.
-            check_row_norms_finite(X, type(self).__name__, compute_dtype=np.float32)
-        return (X, *encode_labels(self, y, self.classes))
+            return validate_row_source(self, X, y, compute_dtype=np.float32)
+        X, y = validate_numeric_data(self, X, y, dtype=[np.float32, np.float64],
+                                     y_numeric=y_numeric)
+        # The network computes in float32: reject rows whose squared norm overflows it.
+        check_row_norms_finite(X, type(self).__name__, compute_dtype=np.float32)
+        return X, y
 
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    @atomic_fit
-    def fit(self, X: MatrixLike, y: ArrayLike, feature_names: ArrayLike | None = None) -> Self:
-        """Train the network privately.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data (dense). Scale the columns to a data-independent
-            range; clipping bounds every per-example gradient anyway.
-        y : array-like of shape (n_samples,)
-            Class labels.
-        feature_names : sequence of str or None, default=None
-            Names of X's columns, used only to resolve column names in
-            ``public_features``/``private_features`` when X has none.
-            :func:`sklearn_fdp.pipeline.make_private_pipeline` passes them;
-            they are stored in ``feature_names_``, not in
-            ``feature_names_in_``.
-
-        Returns
-        -------
-        self : MLPFeatureDP
-        """
-        torch = _import_torch()
+    def _fit(self, X, y, feature_names):
+        """``fit``'s straight line: validate, plan, train, check, store."""
+        torch = _import_torch(type(self).__name__)
         name = type(self).__name__
-        X, classes, y_index = self._validate_training_data(X, y)
+        X, Y, fitted = self._training_data(X, y)
         n_samples, n_features = X.shape
-        check_delta_vs_n(self.delta, n_samples, name, stacklevel=4)
+        check_delta_vs_n(self.delta, n_samples, name, stacklevel=6)  # the caller of fit
         device = _resolve_device(torch, self.device, name)
         names = spec_feature_names(self, n_features, feature_names)
         plan = self.privacy_plan(n_samples, n_features, feature_names=names)
@@ -598,8 +517,8 @@ class MLPFeatureDP(ClassifierMixin, BaseEstimator):
         label_public = not plan.label_protected
 
         streams = spawn_streams(self.random_state, self.noise)
-        trainer = self._trainer(torch, X, y_index, len(classes), public_mask, label_public,
-                                run["alg1"], device, streams.init)
+        trainer = self._trainer(torch, X, Y, public_mask, label_public, run["alg1"], device,
+                                streams.init)
         train(trainer, n_samples, plan.schedule, plan.noise_multiplier, streams,
               alg1=run["alg1"], alpha=run["alpha"], learning_rate=self.learning_rate,
               momentum=self.momentum, public_epochs=self.public_epochs,
@@ -614,7 +533,8 @@ class MLPFeatureDP(ClassifierMixin, BaseEstimator):
                 "data-independent range (e.g. [-1, 1]) or lower learning_rate."
             )
 
-        self.classes_ = classes
+        for key, value in fitted.items():
+            setattr(self, key, value)
         self.feature_names_ = names
         self.public_mask_ = public_mask
         self.public_features_ = np.flatnonzero(public_mask)
@@ -635,21 +555,20 @@ class MLPFeatureDP(ClassifierMixin, BaseEstimator):
         self.privacy_plan_ = plan
         return self
 
-    def _trainer(self, torch, X, y_index, n_classes, public_mask, label_public, alg1, device,
-                 init_rng):
+    def _trainer(self, torch, X, Y, public_mask, label_public, alg1, device, init_rng):
         """The network (initialised from ``init_rng``) and its :class:`~._alg1.Trainer`.
 
+        ``Y``: the training targets, one column per output of the network.
         ``trainer.clipped_sum`` is the private batch's pre-noise release: the
-        sensitivity tests (``tests/sensitivity/test_mlp.py``) build it here.
+        sensitivity tests (``tests/sensitivity/test_mlp*.py``) build it here.
         """
-        sizes = (X.shape[1], *self._hidden_sizes(), n_classes)
+        sizes = (X.shape[1], *self._hidden_sizes(), Y.shape[1])
         module = _build_module(torch, sizes, self.activation,
                                _torch_generator(torch, init_rng, "cpu"))
-        Y = np.eye(n_classes, dtype=np.float32)[y_index]
         dtype = getattr(torch, compute_dtype(X, public_mask, alg1))
         return Trainer(torch, module, X, Y, public_mask, label_public, self.public_loss,
                        device, self.max_grad_norm, self.activation, self.per_example,
-                       dtype=dtype)
+                       dtype=dtype, loss=self._loss)
 
     def _epoch_printer(self, plan):
         """``on_epoch(done, epoch, losses)`` for ``verbose``: the ε spent so far, or None."""
@@ -679,6 +598,263 @@ class MLPFeatureDP(ClassifierMixin, BaseEstimator):
         # A model fitted on a GPU still predicts on a machine without one.
         return "cuda" if torch.cuda.is_available() else "cpu"
 
+    def _forward(self, X, output=None):
+        """The network's outputs on ``X`` in float64, in batches of rows.
+
+        ``output(torch, z)``: applied to each batch's outputs on the device
+        (e.g. the softmax), before they are copied back.
+
+        The forward pass runs in float64 (the weights trained in float32,
+        upcast exactly), so a row's outputs do not depend on the other rows
+        predicted with it beyond float64 rounding (~1e-16): in float32 the
+        BLAS kernel chosen for the batch's shape changed them by up to ~1e-7.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=[np.float32, np.float64], reset=False)
+        torch = _import_torch(type(self).__name__)
+        from torch.func import functional_call
+
+        device = self._predict_device(torch)
+        # float64 throughout: batch-invariant predictions (issue 22 item 6).
+        params = {k: v.detach().to(device=device, dtype=torch.float64)
+                  for k, v in self.module_.named_parameters()}
+        n_outputs = self.module_[-1].out_features
+        out = np.empty((X.shape[0], n_outputs), dtype=np.float64)
+        with torch.no_grad():
+            for start in range(0, X.shape[0], _PREDICT_BATCH):
+                xb = torch.tensor(X[start:start + _PREDICT_BATCH], dtype=torch.float64,
+                                  device=device)
+                z = functional_call(self.module_, params, (xb,))
+                if output is not None:
+                    z = output(torch, z)
+                out[start:start + len(xb)] = z.cpu().numpy()
+        return out
+
+    # -- persistence -----------------------------------------------------------
+
+    def __getstate__(self):
+        """Pickle/skops state: ``module_`` as NumPy arrays, not torch objects.
+
+        skops cannot rebuild torch tensors, and arrays load anywhere (no CUDA
+        or torch pickle protocol involved); :meth:`__setstate__` rebuilds the
+        module on the CPU.
+        """
+        state = super().__getstate__()
+        if "module_" in state:
+            state = dict(state)
+            state["module_"] = _module_to_arrays(state["module_"])
+        return state
+
+    def __setstate__(self, state):
+        if isinstance(state.get("module_"), dict):
+            state = dict(state)
+            state["module_"] = _module_from_arrays(state["module_"])
+        super().__setstate__(state)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        # noise="secure" draws from the OS CSPRNG: random_state does not fix the fit.
+        tags.non_deterministic = self.noise == "secure"
+        return tags
+
+
+@_fill_mlp_doc
+class MLPFeatureDP(ClassifierMixin, _BaseMLPFeatureDP):
+    """Multi-layer perceptron trained with feature differential privacy (PyTorch).
+
+    Some columns of ``X`` (and optionally the label) are public, the other
+    columns of every record are protected. With ``method="alg1"`` each step
+    follows FDP Algorithm 1: per-example gradients of ``ℓ − ℓ_pub`` on a
+    Poisson batch (``ℓ_pub`` sees only the public part of a record) are
+    clipped and noised as in DP-SGD, and the exact gradient of ``ℓ_pub`` on a
+    separate uniform public batch is added for free. The run is
+    (ε, δ)-feature-DP for the private columns, with ε computed by
+    dp-accounting for the Poisson-subsampled Gaussian, exactly as for
+    :class:`~sklearn_fdp.FeatureDPLogisticRegression`.
+
+    Needs the optional extra ``[torch]`` (``pip install '.[torch]'`` from the source
+    tree).
+
+    Parameters
+    ----------
+    [[hidden_layer_sizes]]
+    [[activation]]
+    [[feature_specs]]
+    label_public : bool, default=False
+        Whether the label is public too. If False, ``ℓ_pub`` is the
+        label-free cross-entropy against the uniform prior.
+    [[public_loss]]
+    [[mlp_method]]
+    [[alpha]]
+    [[public_batch_size]]
+    public_epochs : float, default=0.0
+        Passes of noise-free SGD on ``ℓ_pub`` before the private run (free:
+        Remark 2 of the paper). Needs ``label_public=True`` (the label-free
+        ``ℓ_pub`` has no minimiser) and ``method`` other than ``"dp"``.
+    [[epsilon]]
+    [[delta]]
+    [[mlp_max_grad_norm]]
+    [[noise_multiplier]]
+    [[mlp_batch_size]]
+    [[epochs]]
+    [[mlp_learning_rate]]
+    [[mlp_momentum]]
+    [[accountant]]
+    [[neighboring]]
+    [[device]]
+    [[per_example]]
+    [[mlp_random_state]]
+    [[mlp_noise]]
+    [[mlp_verbose]]
+    [[classes]]
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    [[mlp_fitted_inputs]]
+    [[mlp_fitted_privacy]]
+
+    Notes
+    -----
+    Privacy: unit = the private columns of one record (and its label unless
+    ``label_public``); feature DP relative to the public part Ψ(x) (FDP
+    paper, Def. 6 under ``"add_remove"``, Def. 5 under ``"replace"``);
+    ``method="dp"`` gives record-level DP. Per-example clipping of
+    ``∇ℓ − ∇ℓ_pub`` (of ``∇ℓ`` for ``"dpsgd"``/``"dp"``) to ``max_grad_norm``,
+    Gaussian noise of std ``σ C``, sums divided by the expected batch size;
+    ε by dp-accounting for ``steps_`` Poisson-subsampled Gaussian steps
+    (Thm. 5), the same event as :class:`~sklearn_fdp.DPSGDClassifier`'s. The
+    public batches, their padding and the padding of the private batch's
+    ``ℓ_pub`` term come from generators of their own, never the Poisson
+    sampler's (Prop. 3); with ``noise="secure"`` the private batch's padding
+    is drawn from the OS CSPRNG, like the noise. Public pretraining reads
+    public data only (Remark 2). NOT protected: the public columns, the label when
+    ``label_public=True``, ``n``, the set of classes (read from ``y`` unless
+    ``classes`` is given), and the training loss
+    printed when ``verbose`` (a diagnostic computed on the private data).
+    torch's generators are not cryptographically secure.
+
+    See Also
+    --------
+    MLPFeatureDPRegressor : the same network for a real-valued target.
+    FeatureDPLogisticRegression : the linear model with the same splits.
+    sklearn.neural_network.MLPClassifier : the non-private model.
+
+    References
+    ----------
+    Mahloujifar, Guo et al., "Machine Learning with Privacy for Protected
+    Attributes": §5 (Algorithm 1, Thm. 5, Prop. 3, Remark 2) and §6.2.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn_fdp import MLPFeatureDP
+    >>> X, y = make_classification(n_samples=500, n_features=6, random_state=0)
+    >>> clf = MLPFeatureDP(hidden_layer_sizes=(16,), private_features=[0, 1],
+    ...                    label_public=True, epsilon=2.0, epochs=2, delta=1e-4,
+    ...                    device="cpu", random_state=0).fit(X, y)
+    >>> clf.private_features_.tolist(), bool(clf.epsilon_ <= 2.0)
+    ([0, 1], True)
+    """
+
+    _loss = "cross_entropy"
+
+    _parameter_constraints: dict = {
+        **_BaseMLPFeatureDP._parameter_constraints,
+        "classes": ["array-like", None],
+    }
+
+    def __init__(
+        self,
+        *,
+        hidden_layer_sizes: int | tuple[int, ...] = (300,),
+        activation: Literal["identity", "logistic", "relu", "tanh"] = "relu",
+        public_features: FeatureSpec = None,
+        private_features: FeatureSpec = None,
+        label_public: bool = False,
+        public_loss: Literal["gaussian_pad", "mask"] = "mask",
+        method: Literal["alg1", "dp", "dpsgd"] = "alg1",
+        epsilon: float | None = 1.0,
+        delta: float = 1e-5,
+        max_grad_norm: float = 1.0,
+        noise_multiplier: float | None = None,
+        alpha: float = 1.0,
+        batch_size: int | Literal["auto"] = "auto",
+        public_batch_size: int | Literal["auto"] = "auto",
+        public_epochs: float = 0.0,
+        epochs: float = 10.0,
+        learning_rate: float = 0.1,
+        momentum: float = 0.9,
+        accountant: Literal["auto", "pld", "rdp"] = "auto",
+        neighboring: Literal["add_remove", "replace"] = "add_remove",
+        device: Literal["auto", "cpu", "cuda"] = "auto",
+        per_example: Literal["outer", "vmap"] = "outer",
+        random_state: RandomStateLike = None,
+        noise: Literal["default", "secure"] = "default",
+        verbose: int = 0,
+        classes: ArrayLike | None = None,
+    ) -> None:
+        _import_torch("MLPFeatureDP")  # fail early, with the install hint
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.activation = activation
+        self.public_features = public_features
+        self.private_features = private_features
+        self.label_public = label_public
+        self.public_loss = public_loss
+        self.method = method
+        self.epsilon = epsilon
+        self.delta = delta
+        self.max_grad_norm = max_grad_norm
+        self.noise_multiplier = noise_multiplier
+        self.alpha = alpha
+        self.batch_size = batch_size
+        self.public_batch_size = public_batch_size
+        self.public_epochs = public_epochs
+        self.epochs = epochs
+        self.learning_rate = learning_rate
+        self.momentum = momentum
+        self.accountant = accountant
+        self.neighboring = neighboring
+        self.device = device
+        self.per_example = per_example
+        self.random_state = random_state
+        self.noise = noise
+        self.verbose = verbose
+        self.classes = classes
+
+    def _training_data(self, X, y):
+        """``(X, Y, {"classes_": classes})``: ``Y`` the one-hot labels (float32)."""
+        X, y = self._validate_features(X, y, y_numeric=False)
+        classes, y_index = encode_labels(self, y, self.classes)
+        Y = np.eye(len(classes), dtype=np.float32)[y_index]
+        return X, Y, {"classes_": classes}
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
+    def fit(self, X: MatrixLike, y: ArrayLike, feature_names: ArrayLike | None = None) -> Self:
+        """Train the network privately.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data (dense). Scale the columns to a data-independent
+            range; clipping bounds every per-example gradient anyway.
+        y : array-like of shape (n_samples,)
+            Class labels.
+        feature_names : sequence of str or None, default=None
+            Names of X's columns, used only to resolve column names in
+            ``public_features``/``private_features`` when X has none.
+            :func:`sklearn_fdp.pipeline.make_private_pipeline` passes them;
+            they are stored in ``feature_names_``, not in
+            ``feature_names_in_``.
+
+        Returns
+        -------
+        self : MLPFeatureDP
+        """
+        return self._fit(X, y, feature_names)
+
     def predict_proba(self, X: MatrixLike) -> np.ndarray:
         """Class probabilities, computed in batches of rows.
 
@@ -697,23 +873,7 @@ class MLPFeatureDP(ClassifierMixin, BaseEstimator):
         -------
         proba : ndarray of shape (n_samples, n_classes)
         """
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=[np.float32, np.float64], reset=False)
-        torch = _import_torch()
-        from torch.func import functional_call
-
-        device = self._predict_device(torch)
-        # float64 throughout: batch-invariant predictions (issue 22 item 6).
-        params = {k: v.detach().to(device=device, dtype=torch.float64)
-                  for k, v in self.module_.named_parameters()}
-        out = np.empty((X.shape[0], len(self.classes_)), dtype=np.float64)
-        with torch.no_grad():
-            for start in range(0, X.shape[0], _PREDICT_BATCH):
-                xb = torch.tensor(X[start:start + _PREDICT_BATCH], dtype=torch.float64,
-                                  device=device)
-                z = functional_call(self.module_, params, (xb,))
-                out[start:start + len(xb)] = torch.softmax(z, dim=1).cpu().numpy()
-        return out
+        return self._forward(X, lambda torch, z: torch.softmax(z, dim=1))
 
     def predict_log_proba(self, X: MatrixLike) -> np.ndarray:
         """Log of :meth:`predict_proba`.
@@ -745,32 +905,269 @@ class MLPFeatureDP(ClassifierMixin, BaseEstimator):
         proba = self.predict_proba(X)
         return self.classes_[np.argmax(proba, axis=1)]
 
-    # -- persistence -----------------------------------------------------------
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # A private model is noisier than its non-private twin by design.
+        tags.classifier_tags.poor_score = True
+        return tags
 
-    def __getstate__(self):
-        """Pickle/skops state: ``module_`` as NumPy arrays, not torch objects.
 
-        skops cannot rebuild torch tensors, and arrays load anywhere (no CUDA
-        or torch pickle protocol involved); :meth:`__setstate__` rebuilds the
-        module on the CPU.
+@_fill_mlp_doc
+class MLPFeatureDPRegressor(RegressorMixin, _BaseMLPFeatureDP):
+    """Multi-layer perceptron regressor (squared error) trained with feature DP (PyTorch).
+
+    The regression twin of :class:`~sklearn_fdp.MLPFeatureDP`: the same
+    network, feature specs, methods (FDP Algorithm 1, public pretraining +
+    DP-SGD, plain DP-SGD), accounting, devices and persistence, with one
+    linear output trained on the squared error. The target is clipped to the
+    public range ``y_bounds = (lo, hi)`` (a warning counts the values
+    clipped) and mapped to [-1, 1] by the public affine map
+    ``t = (y − (lo + hi)/2) / ((hi − lo)/2)`` for training; predictions are
+    mapped back. The run is (ε, δ)-feature-DP for the private columns (and
+    the target unless ``label_public``), with ε computed by dp-accounting
+    for the Poisson-subsampled Gaussian.
+
+    Needs the optional extra ``[torch]`` (``pip install '.[torch]'`` from the source
+    tree).
+
+    Parameters
+    ----------
+    y_bounds : (float, float)
+        Required (the default None raises at ``fit``): the range ``(lo, hi)``
+        the target can take, a public choice made without looking at ``y``
+        (e.g. ``(1, 99)`` hours per week). Targets outside it are clipped to
+        it (with an :class:`~sklearn_fdp.exceptions.FdpWarning` that counts
+        them), and it fixes the affine map to [-1, 1] the network is trained
+        on, so it is never learnt from the data.
+    [[hidden_layer_sizes]]
+    [[activation]]
+    [[feature_specs]]
+    label_public : bool, default=False
+        Whether the target is public too. If False, ``ℓ_pub`` is label-free:
+        ``½ f(x_pub)²``, the squared error against the mean 0 of a uniform
+        prior on the mapped target's range [-1, 1] (the expected squared
+        error under that prior, up to a constant; it reads no ``y``). If
+        True, ``ℓ_pub = ½ (f(x_pub) − t)²``.
+    [[public_loss]]
+    [[mlp_method]]
+    [[alpha]]
+    [[public_batch_size]]
+    public_epochs : float, default=0.0
+        Passes of noise-free SGD on ``ℓ_pub`` before the private run (free:
+        Remark 2 of the paper). Needs ``label_public=True`` (the label-free
+        ``ℓ_pub`` only pulls every prediction to the middle of ``y_bounds``)
+        and ``method`` other than ``"dp"``.
+    [[epsilon]]
+    [[delta]]
+    [[mlp_max_grad_norm]]
+    [[noise_multiplier]]
+    [[mlp_batch_size]]
+    [[epochs]]
+    [[mlp_learning_rate]]
+    [[mlp_momentum]]
+    [[accountant]]
+    [[neighboring]]
+    [[device]]
+    [[per_example]]
+    [[mlp_random_state]]
+    [[mlp_noise]]
+    [[mlp_verbose]]
+
+    Attributes
+    ----------
+    y_bounds_ : tuple of float
+        ``(lo, hi)``: the target's range used for clipping and the map.
+    [[mlp_fitted_inputs]]
+    [[mlp_fitted_privacy]]
+
+    Notes
+    -----
+    Privacy: unit = the private columns of one record (and its target unless
+    ``label_public``); feature DP relative to the public part Ψ(x) (FDP
+    paper, Def. 6 under ``"add_remove"``, Def. 5 under ``"replace"``);
+    ``method="dp"`` gives record-level DP. Per-example clipping of
+    ``∇ℓ − ∇ℓ_pub`` (of ``∇ℓ`` for ``"dpsgd"``/``"dp"``) to ``max_grad_norm``,
+    Gaussian noise of std ``σ C``, sums divided by the expected batch size;
+    ε by dp-accounting for ``steps_`` Poisson-subsampled Gaussian steps
+    (Thm. 5): the same mechanism, streams and event as
+    :class:`~sklearn_fdp.MLPFeatureDP`'s, only the loss differs. With every
+    feature public and a private target (label DP), a record's private
+    gradient is ``−t ∇f(x)``. NOT protected: the public columns, the target
+    when ``label_public=True``, ``n``, ``y_bounds`` (public by declaration;
+    the warning that counts clipped targets is seen by whoever holds the
+    data, not released), and the training loss printed when ``verbose``.
+    torch's generators are not cryptographically secure.
+
+    See Also
+    --------
+    MLPFeatureDP : the classifier.
+    sklearn.neural_network.MLPRegressor : the non-private model.
+
+    References
+    ----------
+    Mahloujifar, Guo et al., "Machine Learning with Privacy for Protected
+    Attributes": §5 (Algorithm 1, Thm. 5, Prop. 3, Remark 2) and §6.2.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_fdp import MLPFeatureDPRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1, 1, size=(500, 4))
+    >>> y = 3 * X[:, 0] - 2 * X[:, 1] + 1
+    >>> reg = MLPFeatureDPRegressor(hidden_layer_sizes=(16,), private_features=[0],
+    ...                             y_bounds=(-5, 7), epsilon=2.0, epochs=2, delta=1e-4,
+    ...                             device="cpu", random_state=0).fit(X, y)
+    >>> reg.private_features_.tolist(), bool(reg.epsilon_ <= 2.0), reg.predict(X).shape
+    ([0], True, (500,))
+    """
+
+    _loss = "squared_error"
+
+    _parameter_constraints: dict = {
+        **_BaseMLPFeatureDP._parameter_constraints,
+        "y_bounds": "no_validation",  # checked by _check_y_bounds
+    }
+
+    def __init__(
+        self,
+        *,
+        y_bounds: tuple[float, float] | None = None,
+        hidden_layer_sizes: int | tuple[int, ...] = (300,),
+        activation: Literal["identity", "logistic", "relu", "tanh"] = "relu",
+        public_features: FeatureSpec = None,
+        private_features: FeatureSpec = None,
+        label_public: bool = False,
+        public_loss: Literal["gaussian_pad", "mask"] = "mask",
+        method: Literal["alg1", "dp", "dpsgd"] = "alg1",
+        epsilon: float | None = 1.0,
+        delta: float = 1e-5,
+        max_grad_norm: float = 1.0,
+        noise_multiplier: float | None = None,
+        alpha: float = 1.0,
+        batch_size: int | Literal["auto"] = "auto",
+        public_batch_size: int | Literal["auto"] = "auto",
+        public_epochs: float = 0.0,
+        epochs: float = 10.0,
+        learning_rate: float = 0.1,
+        momentum: float = 0.9,
+        accountant: Literal["auto", "pld", "rdp"] = "auto",
+        neighboring: Literal["add_remove", "replace"] = "add_remove",
+        device: Literal["auto", "cpu", "cuda"] = "auto",
+        per_example: Literal["outer", "vmap"] = "outer",
+        random_state: RandomStateLike = None,
+        noise: Literal["default", "secure"] = "default",
+        verbose: int = 0,
+    ) -> None:
+        _import_torch("MLPFeatureDPRegressor")  # fail early, with the install hint
+        self.y_bounds = y_bounds
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.activation = activation
+        self.public_features = public_features
+        self.private_features = private_features
+        self.label_public = label_public
+        self.public_loss = public_loss
+        self.method = method
+        self.epsilon = epsilon
+        self.delta = delta
+        self.max_grad_norm = max_grad_norm
+        self.noise_multiplier = noise_multiplier
+        self.alpha = alpha
+        self.batch_size = batch_size
+        self.public_batch_size = public_batch_size
+        self.public_epochs = public_epochs
+        self.epochs = epochs
+        self.learning_rate = learning_rate
+        self.momentum = momentum
+        self.accountant = accountant
+        self.neighboring = neighboring
+        self.device = device
+        self.per_example = per_example
+        self.random_state = random_state
+        self.noise = noise
+        self.verbose = verbose
+
+    def _check_params(self):
+        super()._check_params()
+        _check_y_bounds(self)
+
+    def _training_data(self, X, y):
+        """``(X, T, {"y_bounds_": (lo, hi)})``: ``T`` the target clipped and mapped to [-1, 1]."""
+        lo, hi = _check_y_bounds(self)
+        X, y = self._validate_features(X, y, y_numeric=True)
+        try:
+            y = np.asarray(y, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"{type(self).__name__} needs a numeric target y; got values of dtype "
+                f"{np.asarray(y).dtype}. Use MLPFeatureDP for class labels."
+            ) from None
+        outside = int(np.count_nonzero((y < lo) | (y > hi)))
+        if outside:
+            warnings.warn(
+                f"{type(self).__name__}: {outside} of {len(y)} target value(s) lie outside "
+                f"y_bounds={(lo, hi)!r} and were clipped to them. Widen y_bounds (a public "
+                "choice, not read from y) if they are plausible values.",
+                FdpWarning,
+                stacklevel=6,  # the caller of fit
+            )
+        return X, self._scale_target(y, lo, hi)[:, None], {"y_bounds_": (lo, hi)}
+
+    @staticmethod
+    def _scale_target(y, lo, hi):
+        """``clip(y, lo, hi)`` mapped to [-1, 1] by the public affine map of ``(lo, hi)``."""
+        centre, half = (lo + hi) / 2.0, (hi - lo) / 2.0
+        return np.clip((np.clip(y, lo, hi) - centre) / half, -1.0, 1.0)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
+    def fit(self, X: MatrixLike, y: ArrayLike, feature_names: ArrayLike | None = None) -> Self:
+        """Train the network privately.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data (dense). Scale the columns to a data-independent
+            range; clipping bounds every per-example gradient anyway.
+        y : array-like of shape (n_samples,)
+            Real-valued target; values outside ``y_bounds`` are clipped to it
+            (with a warning that counts them).
+        feature_names : sequence of str or None, default=None
+            Names of X's columns, used only to resolve column names in
+            ``public_features``/``private_features`` when X has none.
+            :func:`sklearn_fdp.pipeline.make_private_pipeline` passes them;
+            they are stored in ``feature_names_``, not in
+            ``feature_names_in_``.
+
+        Returns
+        -------
+        self : MLPFeatureDPRegressor
         """
-        state = super().__getstate__()
-        if "module_" in state:
-            state = dict(state)
-            state["module_"] = _module_to_arrays(state["module_"])
-        return state
+        return self._fit(X, y, feature_names)
 
-    def __setstate__(self, state):
-        if isinstance(state.get("module_"), dict):
-            state = dict(state)
-            state["module_"] = _module_from_arrays(state["module_"])
-        super().__setstate__(state)
+    def predict(self, X: MatrixLike) -> np.ndarray:
+        """Predicted target of every row, in the units of ``y``.
+
+        The network's output ``f(x)`` (trained on the target mapped to
+        [-1, 1]) mapped back: ``(lo + hi)/2 + f(x) (hi − lo)/2``. Computed
+        in float64, in batches of rows (batch-invariant, as
+        :meth:`MLPFeatureDP.predict_proba`). Not clipped to ``y_bounds``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to predict, with the columns seen in ``fit``.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        z = self._forward(X)[:, 0]
+        lo, hi = self.y_bounds_
+        return (lo + hi) / 2.0 + z * ((hi - lo) / 2.0)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
         # A private model is noisier than its non-private twin by design.
-        tags.classifier_tags.poor_score = True
-        # noise="secure" draws from the OS CSPRNG: random_state does not fix the fit.
-        tags.non_deterministic = self.noise == "secure"
+        tags.regressor_tags.poor_score = True
         return tags

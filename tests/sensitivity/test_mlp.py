@@ -81,8 +81,9 @@ def _release(est, X, y, pads, weight_scale=1.0):
     """
     public_mask, label_public = est._feature_split(X.shape[1], None)
     # The initial weights are public (random_state): the same for D and D'.
-    trainer = est._trainer(torch, X, np.asarray(y), N_CLASSES, public_mask, label_public,
-                           est.method == "alg1", "cpu", np.random.default_rng(7))
+    Y = np.eye(N_CLASSES, dtype=np.float32)[np.asarray(y)]  # the one-hot labels fit trains on
+    trainer = est._trainer(torch, X, Y, public_mask, label_public, est.method == "alg1", "cpu",
+                           np.random.default_rng(7))
     if weight_scale != 1.0:
         for p in trainer.params.values():
             p.mul_(weight_scale)
