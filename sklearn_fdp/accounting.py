@@ -667,7 +667,7 @@ _SIGMA_CACHE = {}
 # Version tag of the calibration and reporting rule, part of every persistent
 # cache key: change it whenever _calibrate, _pld_scan or _account would give
 # another σ for the same inputs.
-_CALIBRATION_RULE = "issue18-1"
+_CALIBRATION_RULE = "issue18-2"
 _DP_ACCOUNTING_VERSION = []
 
 
@@ -853,6 +853,103 @@ def _solve(eps, epsilon, start, tol, slope=-1.0):
     return hi
 
 
+def _rule_prediction(event, delta, neighboring):
+    """``(ε, interval, need)``: the reporting rule's answer predicted from its first two passes.
+
+    :func:`_pld_scan` starts with a pass at ``_PLD_COARSE_INTERVAL`` and one
+    at a finer interval ``h``, and from the change between them decides
+    whether to stop (its answer is then the finer pass's ε, returned as is)
+    or to run a pass at ``h / 2^j``. For the latter this predicts that pass's
+    ε by the same model the rule uses (excess ∝ interval²):
+    ``ε(h) − excess(h) (1 − 4^-j)``. Two passes cost about as much as the
+    finest one alone, so a search on this is cheap. ``need``: the excess
+    the change predicts for the finer pass, over the rule's threshold for a
+    third pass (a third pass when above 1). ``None`` where the rule does
+    anything else (no finite answer, a coarse pass that does not resolve ε,
+    a grid that would grow too large): no prediction.
+    """
+    interval = _PLD_COARSE_INTERVAL
+    best, size = _pld_raw(event, delta, neighboring, interval)
+    if not (0 < best < math.inf):
+        return None
+    finer = min(interval / 2, _pow2_below(best / _PLD_RESOLUTION))
+    if not (finer >= _PLD_MIN_INTERVAL and size * (interval / finer) <= _PLD_MAX_POINTS):
+        return None
+    eps, size = _pld_raw(event, delta, neighboring, finer)
+    ratio = interval / finer
+    if not 0 < eps <= best or interval > eps / 32:
+        return None
+    excess = (best - eps) / (ratio ** 2 - 1)
+    need = excess / (_PLD_ACCURACY * eps)
+    if need <= 1:
+        return eps, finer, need
+    factor = math.sqrt(excess / (_PLD_ACCURACY / 2 * eps))
+    shrink = 2.0 ** max(1, math.ceil(math.log2(factor)))
+    if not (finer / shrink >= _PLD_MIN_INTERVAL and size * shrink <= _PLD_MAX_POINTS):
+        return None
+    return eps - excess * (1 - 1 / shrink ** 2), finer / shrink, need
+
+
+# The prediction is used only where the rule at the first guess runs a third
+# pass (the excess at its second pass above the threshold for a third, by
+# this factor). Elsewhere a search at the rule's second interval costs one
+# pass per σ, the prediction two; and where the rule changes course between
+# the guess and the target (a third pass at one, not at the other) the
+# prediction jumps. Measured on 12 settings of the benchmarks (one process,
+# load ~5): from 0.5 of the threshold, 3 settings 20-25 % faster and 6 up to
+# 2x slower; from 1, the 200,000-row one 29 % faster, the others unchanged.
+_PREDICTION_MIN_NEED = 1.0
+
+
+def _calibrate_pld_predicted(eps, make_event, epsilon, delta, neighboring, start, slope, tol):
+    """σ from two values of :func:`_rule_prediction`, checked by the reporting rule; or ``None``.
+
+    The prediction costs two coarse passes per σ; the rule a third, finer
+    one. The prediction at the first guess and at a step from it (along the
+    guessed slope; again, up to three steps, until two consecutive
+    predictions come from the same finest interval) give a secant; the rule
+    is evaluated where that secant meets ``epsilon``. That σ
+    is returned when the reported ε is at most ``epsilon`` and, by the
+    secant's slope, within ``tol`` of the smallest σ that meets it
+    (measured, the prediction overestimates the rule by up to ~1e-4
+    relative, which keeps both); otherwise ``None`` and the caller searches
+    on the rule's own passes. Measured (200,000 rows, q = 0.0179, T = 559,
+    ε = 1): three PLD passes at the finest interval fewer.
+    """
+    first = _rule_prediction(make_event(start), delta, neighboring)
+    if first is None or first[2] <= _PREDICTION_MIN_NEED:
+        return None
+    target = math.log(epsilon)
+    points = [(math.log(start), math.log(first[0]), first[1])]  # (log σ, log ε, interval)
+    local = slope
+    for _ in range(3):
+        x0, y0, h0 = points[-1]
+        x1 = x0 + (target - y0) / local
+        x1 = min(max(x1, x0 - math.log(4)), x0 + math.log(4))
+        guess = _rule_prediction(make_event(math.exp(x1)), delta, neighboring)
+        if guess is None or x1 == x0:
+            return None
+        y1, h1 = math.log(guess[0]), guess[1]
+        points.append((x1, y1, h1))
+        if (y1 - y0) * (x1 - x0) < 0:
+            local = (y1 - y0) / (x1 - x0)  # d log ε / d log σ of the prediction
+        if h1 == h0:  # the same finest interval: the secant is smooth
+            break
+    else:
+        return None
+    x1, y1, _ = points[-1]
+    sigma = math.exp(x1 + (target - y1) / local)
+    if not _SIGMA_FLOOR < sigma < _SIGMA_CEILING:
+        return None
+    reported = eps(sigma)  # the reporting rule: the check every returned σ passes
+    if not 0 < reported <= epsilon:
+        return None
+    # σ* (the smallest σ meeting ε) ≈ σ (reported / ε)^(1 / |local|).
+    if 1.1 * math.log(epsilon / reported) / abs(local) > math.log1p(tol):
+        return None
+    return sigma
+
+
 def _calibrate(eps, make_event, epsilon, delta, sampling_rate, steps, accountant,
                neighboring, other_events, tol, run):
     """Smallest σ (within ``tol``) with ``eps(σ) <= epsilon``, ``eps`` the reported ε.
@@ -862,8 +959,11 @@ def _calibrate(eps, make_event, epsilon, delta, sampling_rate, steps, accountant
     σ returned meets the target under the accountant that will report it;
     every σ returned has passed that check.
 
-    The search starts from the CLT guess (:func:`_sigma_guess`). Under PLD
-    it runs at one fixed discretisation, the one the reporting rule chooses
+    The search starts from the CLT guess (:func:`_sigma_guess`). Under PLD,
+    where the reporting rule runs (or nearly runs) a third, finest pass, a
+    secant on the rule's prediction from its two coarse passes comes first
+    (:func:`_calibrate_pld_predicted`); its σ is returned only once the rule
+    accepts it. Otherwise the search runs at one fixed discretisation, the one the reporting rule chooses
     at the guess, where ε(σ) is smooth and each evaluation is one PLD pass;
     the reporting rule then checks the result (its passes are shared).
     Where the rule settles on another interval there, the search is repeated
@@ -876,6 +976,10 @@ def _calibrate(eps, make_event, epsilon, delta, sampling_rate, steps, accountant
     if (accountant == "pld" and delta >= _PLD_MIN_DELTA
             and pld_privacy_accountant.PLDAccountant(_relation(neighboring)).supports(
                 make_event(start))):
+        sigma = _calibrate_pld_predicted(eps, make_event, epsilon, delta, neighboring, start,
+                                         slope, tol)
+        if sigma is not None:
+            return sigma
         # Search at the interval the reporting rule settles on at the guess.
         value, interval = _pld_scan(make_event(start), delta, neighboring)
         fallback = None

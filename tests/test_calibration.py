@@ -247,3 +247,47 @@ def test_concurrent_writers_keep_the_file_valid(cache_dir):
     assert any(k in entries for k in (_calibration_cache.key(["a", 199]),
                                       _calibration_cache.key(["b", 199])))
     assert not [p for p in cache_dir.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("epsilon, q, steps", [
+    (1.0, 0.01789, 559),  # bench_speed's 200,000-row problem: the rule runs three passes
+    (1.0, 0.0461, 435),  # Adult, 20 epochs
+    (2.0, 0.0461, 1086),  # Adult, 50 epochs
+])
+def test_predicted_search_meets_the_target_within_tol(epsilon, q, steps, monkeypatch):
+    """The search on the rule's two-pass prediction (issue 18) returns a σ the rule accepts,
+    no larger (beyond tol) than the one the search on the rule's own passes finds (it can be
+    smaller: the rule's ε steps where its intervals change, and either σ is accepted)."""
+    accounting.clear_calibration_cache(disk=False)
+    tol = 1e-4
+
+    def make_event(sigma):
+        return accounting.dpsgd_event(sigma, q, steps)
+
+    def eps(sigma):
+        return accounting.epsilon_of_event(make_event(sigma), 1e-5, accountant="pld")
+
+    start, slope = accounting._sigma_guess(epsilon, 1e-5, q, steps, "add_remove")
+    predicted = accounting._calibrate_pld_predicted(eps, make_event, epsilon, 1e-5,
+                                                    "add_remove", start, slope, tol)
+    assert predicted is not None  # these configurations take the cheap path
+    assert eps(predicted) <= epsilon
+    monkeypatch.setattr(accounting, "_calibrate_pld_predicted", lambda *args: None)
+    searched = accounting._calibrate(eps, make_event, epsilon, 1e-5, q, steps, "pld",
+                                     "add_remove", (), tol, "the run")
+    assert predicted <= searched * (1 + 2 * tol)
+    # And 0.1 % less noise overspends: σ is tight.
+    assert eps(predicted * 0.999) > epsilon
+
+
+def test_predicted_search_only_where_the_rule_runs_a_third_pass():
+    """Where the rule stops after two passes at the first guess (Adult, ten epochs, ε = 1),
+    the prediction is not used: the search at one interval is cheaper there."""
+    def make_event(sigma):
+        return accounting.dpsgd_event(sigma, 0.04435, 226)
+
+    start, slope = accounting._sigma_guess(1.0, 1e-5, 0.04435, 226, "add_remove")
+    assert accounting._rule_prediction(make_event(start), 1e-5, "add_remove")[2] <= 1
+    assert accounting._calibrate_pld_predicted(
+        lambda s: pytest.fail("the rule is not evaluated"), make_event, 1.0, 1e-5,
+        "add_remove", start, slope, 1e-4) is None

@@ -439,6 +439,40 @@ def test_lazy_momentum_noise_of_untouched_coordinates_has_the_eager_variance(ave
     assert stats.kstest(values / np.sqrt(var), "norm").pvalue > 1e-4
 
 
+@pytest.mark.statistical
+@pytest.mark.parametrize("schedule, average_start", [("constant", None), ("constant", 250),
+                                                     ("cosine", 250)])
+def test_lazy_momentum_default_blocks_keep_the_eager_variance(schedule, average_start):
+    """The default block length (issue 18: one block under a constant step size, so lags of
+    hundreds of steps; a cost balance under a schedule): never-touched columns still get the
+    variance of the eager recursion over the whole run."""
+    from sklearn_fdp._engine._lazy import MOMENTUM_MAX_BLOCK_CONSTANT, _momentum_block_length
+
+    oracle, n = _sparse_problem(1, empty_cols=300)
+    cfg = replace(_lazy_config(1.3, average_start, steps=400), momentum=0.9,
+                  l2_regularization=0.01, lr_schedule=schedule, learning_rate=0.05)
+    eta = np.array([cfg.step_size(t) for t in range(cfg.steps)])
+    length = _momentum_block_length(eta, oracle.n_features, 1)
+    assert (length == MOMENTUM_MAX_BLOCK_CONSTANT) == (schedule == "constant")
+    T = cfg.steps
+    c = 1.3 / (0.2 * n)
+    theta, _, A = _eager_linear_recursion(cfg, c, 0, T,
+                                          tail_from=T if average_start is None else average_start)
+    row = theta if average_start is None else A / (T - average_start)
+    var = (row[3:] ** 2).sum()
+    values = []
+    for seed in range(40):
+        th = run_lazy_sparse(np.zeros((oracle.n_features + 1, 1)), oracle, n, cfg,
+                             sample_rng=np.random.default_rng([seed, 0]),
+                             noise_rng=np.random.default_rng([seed, 1])).theta
+        values.append(th[6:-1, 0])  # the 300 empty columns
+    values = np.concatenate(values)  # 12,000 independent draws
+    rel_se = 1 / np.sqrt(2 * values.size)  # of the sample std
+    assert abs(values.std() / np.sqrt(var) - 1) < 5 * rel_se
+    assert abs(values.mean()) < 5 * np.sqrt(var / values.size)
+    assert stats.kstest(values / np.sqrt(var), "norm").pvalue > 1e-4
+
+
 def test_normal_stream_fresh_skips_only_a_short_remainder():
     rng = np.random.default_rng(3)
     want = np.random.default_rng(3).standard_normal(3 * 64)

@@ -41,8 +41,18 @@ from ._samplers import PoissonSampler
 # Most steps one kernel call runs (the chunk is also cut where the normals
 # already drawn run out).
 MAX_CHUNK_STEPS = 256
-# Longest block (steps between flushes) with momentum or weight decay.
+# Longest block (steps between flushes) with momentum or weight decay under
+# a changing step size (each step then recomputes the tables of every lag of
+# the block), and under a constant one (each step adds one lag).
 MOMENTUM_MAX_BLOCK = 512
+MOMENTUM_MAX_BLOCK_CONSTANT = 4096
+# Cost of a flush per coordinate and output, in units of one lag's table
+# update (measured on the reference machine: ~20 ns for two normals and the
+# catch-up against ~75 ns a lag, dim 2; the ratio is about the same in the
+# tail). Between flushes a changing step size costs ~L/2 lag updates per
+# step, a flush ``d k`` catch-ups every L steps: L = sqrt(2 · ratio · d k)
+# minimises the sum.
+FLUSH_OVER_TABLE = 0.3
 # Blocks of normals drawn ahead on a long run (see NormalStream's ``depth``).
 NORMAL_BLOCKS_AHEAD = 3
 
@@ -112,6 +122,22 @@ def _blocks(steps, average_start, length):
     return starts + [steps], t0
 
 
+def _momentum_block_length(eta, d, k):
+    """Steps between flushes with momentum / weight decay (a cost balance; no effect on the law).
+
+    A flush catches all ``d`` coordinates up (``rank`` normals per output
+    each), whatever the block's length; a step's catch-ups do not depend on
+    it. So blocks are as long as the tables allow: under a constant step
+    size a step adds one lag (up to ``MOMENTUM_MAX_BLOCK_CONSTANT``); under
+    a schedule it recomputes every lag of the block, and the length
+    balances that against the flushes (:data:`FLUSH_OVER_TABLE`).
+    """
+    if eta.size and np.all(eta == eta[0]):
+        return MOMENTUM_MAX_BLOCK_CONSTANT
+    balance = math.ceil(math.sqrt(2.0 * FLUSH_OVER_TABLE * d * k))
+    return int(min(MOMENTUM_MAX_BLOCK, max(16, balance)))
+
+
 def _block_prefix_sums(c2, start, stop):
     """``Q_p[i] = Σ_{u < start + i} c_u² (u - start)^p`` for ``p = 0, 1, 2``."""
     u = np.arange(stop - start, dtype=np.float64)
@@ -125,8 +151,10 @@ def run_lazy_sparse(theta0, oracle, n_samples, config, *, sample_rng, noise_rng,
     """Same contract as :func:`run_dp_sgd`, for a CSR :class:`LinearGradientOracle`.
 
     ``block_length``: every coordinate's pending noise is flushed this often
-    (default: so that a flush costs about eight steps' worth of catch-up
-    draws, which keeps both the flush overhead and the prefix sums small).
+    (default: without momentum or weight decay, so that a flush costs about
+    eight steps' worth of catch-up draws, which keeps both the flush
+    overhead and the prefix sums small; with them,
+    :func:`_momentum_block_length`).
     """
     cfg = config
     X = oracle.X
@@ -143,11 +171,11 @@ def run_lazy_sparse(theta0, oracle, n_samples, config, *, sample_rng, noise_rng,
     # (_kernels/_momentum.py); without them, the closed form of _sparse.py.
     linear_state = cfg.momentum != 0 or cfg.l2_regularization != 0
     if block_length is None:
-        nnz_per_step = max(1.0, cfg.sampling_rate * X.nnz)
-        # With momentum each step also advances a table entry per lag of the
-        # block (when the step size changes), so blocks are kept shorter.
-        cap = MOMENTUM_MAX_BLOCK if linear_state else 4096
-        block_length = int(min(cap, max(16, math.ceil(8 * d / nnz_per_step))))
+        if linear_state:
+            block_length = _momentum_block_length(eta, d, k)
+        else:
+            nnz_per_step = max(1.0, cfg.sampling_rate * X.nnz)
+            block_length = int(min(4096, max(16, math.ceil(8 * d / nnz_per_step))))
     starts, t0 = _blocks(cfg.steps, cfg.average_start, block_length)
     averaged = t0 < cfg.steps
 

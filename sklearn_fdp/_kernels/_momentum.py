@@ -220,76 +220,80 @@ def flush_momentum(S, k, dim, b, Phi, F, rank, normals):
 
 
 @njit(cache=True)
-def lazy_momentum_residuals(indptr, indices, data, idx, y, S, k, dim, intercept, code, x_norm_sq,
-                            clip, t, Phi, F, rank, normals, used, out, loss_param=0.0):
-    """Clipped residuals ``c_i r_i`` of the CSR rows ``idx`` at step ``t``, lazily.
-
-    As :func:`~sklearn_fdp._kernels._sparse.lazy_clipped_residuals`, with the
-    momentum catch-up (tables of step ``t``). Returns the new ``used``.
-    """
-    clip = _clip_target(clip, out, S.shape[0] + 1 + k)
-    z = np.empty(k)
-    r = np.empty(k)
-    for ii in range(idx.shape[0]):
-        i = idx[ii]
-        _prefetch_ahead(indptr, indices, data, S, idx, ii)
-        for c in range(k):
-            z[c] = intercept[c] if intercept.shape[0] else 0.0
-        for p in range(indptr[i], indptr[i + 1]):
-            j = indices[p]
-            used = _catch_up_m(S, j, k, dim, t, Phi, F, rank, normals, used)
-            v = data[p]
-            for c in range(k):
-                z[c] += v * S[j, c]
-        _clipped_residual_row(z, y[i], code, x_norm_sq[i], clip, r, loss_param)
-        for c in range(k):
-            out[ii, c] = r[c]
-    return used
-
-
-@njit(cache=True)
 def lazy_momentum_steps(indptr, indices, data, batches, batch_ptr, y, S, k, dim, intercept,
                         intercept_v, intercept_sum, code, x_norm_sq, clip, t_first, block_start,
                         eta, normaliser, momentum, l2, c, noise_std, same, Phi, Sig, F, rank,
                         normals, used, R, loss_param=0.0):
     """Run the steps ``t_first ..`` of one block with momentum / weight decay.
 
-    Per step: the tables advanced to ``t``, the clipped residuals, the
-    gradient ``Σ_i x_i c_i r_iᵀ / N`` added to the carried momentum ``p`` of
-    the touched coordinates (their step's transition stays pending, as for
-    every other coordinate), and the intercept's eager update (the
-    arithmetic of :func:`~sklearn_fdp._kernels._update.sgd_update`, with
-    ``k`` normals after the step's catch-ups). ``dim = 3``: in the tail.
-    Returns the new ``used``.
+    Per step: the tables advanced to ``t``, then one pass over the batch's
+    rows: each row's coordinates caught up to ``t`` (tables of step ``t``)
+    and read into its decision values, its clipped residual, and at once
+    (the row's non-zeros and state rows still in cache) its gradient
+    ``x_i c_i r_iᵀ / N`` added to the carried momentum ``p`` of those
+    coordinates. Fusing is exact: ``p`` is read by no residual of the step
+    (only ``θ`` is, and a step's gradient reaches ``θ`` through the step's
+    transition, pending as for every other coordinate), and each ``p`` gets
+    the same terms in the same order as a separate pass would add them.
+    Then the intercept's eager update (the arithmetic of
+    :func:`~sklearn_fdp._kernels._update.sgd_update`, with ``k`` normals
+    after the step's catch-ups). ``dim = 3``: in the tail. ``R``: scratch of
+    ``k`` columns (unused for ``k = 1``). Returns the new ``used``.
     """
     inv_n = 1.0 / normaliser
     tail = dim == 3
+    clip = _clip_target(clip, R, S.shape[0] + 1 + k)
+    z = np.empty(k)
+    r = np.empty(k)
+    g_b = np.empty(k)
     for s in range(batch_ptr.shape[0] - 1):
         t = t_first + s
         if t > block_start:
             advance_momentum_tables(t - block_start, eta[t - 1], same, momentum, l2, c, dim,
                                     Phi, Sig, F, rank)
         idx = batches[batch_ptr[s]:batch_ptr[s + 1]]
-        m = idx.shape[0]
-        Rm = R[:m]
-        used = lazy_momentum_residuals(indptr, indices, data, idx, y, S, k, dim, intercept, code,
-                                       x_norm_sq, clip, t, Phi, F, rank, normals, used, Rm,
-                                       loss_param)
-        for ii in range(m):
+        for cc in range(k):
+            g_b[cc] = 0.0
+        for ii in range(idx.shape[0]):
             i = idx[ii]
-            for p in range(indptr[i], indptr[i + 1]):
-                j = indices[p]
-                v = inv_n * data[p]
+            _prefetch_ahead(indptr, indices, data, S, idx, ii)
+            start, stop = indptr[i], indptr[i + 1]
+            if k == 1:  # binary: scalar decision value, kept in a register
+                z0 = intercept[0] if intercept.shape[0] else 0.0
+                for p in range(start, stop):
+                    j = indices[p]
+                    used = _catch_up_m(S, j, k, dim, t, Phi, F, rank, normals, used)
+                    z0 += data[p] * S[j, 0]
+                z[0] = z0
+            else:
                 for cc in range(k):
-                    S[j, k + cc] += v * Rm[ii, cc]
+                    z[cc] = intercept[cc] if intercept.shape[0] else 0.0
+                for p in range(start, stop):
+                    j = indices[p]
+                    used = _catch_up_m(S, j, k, dim, t, Phi, F, rank, normals, used)
+                    v = data[p]
+                    for cc in range(k):
+                        z[cc] += v * S[j, cc]
+            _clipped_residual_row(z, y[i], code, x_norm_sq[i], clip, r, loss_param)
+            if k == 1:
+                r0 = r[0]
+                for p in range(start, stop):
+                    S[indices[p], 1] += (inv_n * data[p]) * r0
+                g_b[0] += r0
+            else:
+                for p in range(start, stop):
+                    j = indices[p]
+                    v = inv_n * data[p]
+                    for cc in range(k):
+                        S[j, k + cc] += v * r[cc]
+                for cc in range(k):
+                    g_b[cc] += r[cc]
         if intercept.shape[0]:
             for cc in range(k):
-                g_b = 0.0
-                for ii in range(m):
-                    g_b += Rm[ii, cc]
+                gb = g_b[cc]
                 if noise_std > 0.0:
-                    g_b += noise_std * normals[used + cc]
-                grad = g_b / normaliser
+                    gb += noise_std * normals[used + cc]
+                grad = gb / normaliser
                 if l2 != 0.0:
                     grad = grad + l2 * intercept[cc]
                 if momentum != 0.0:

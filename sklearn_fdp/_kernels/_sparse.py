@@ -80,6 +80,47 @@ def csr_squared_row_norms(indptr, data, out):
         out[i] = acc
 
 
+@njit(cache=True)
+def dense_columns_csr_size(X, cols):
+    """Number of non-zeros of ``X[:, cols]`` (dense ``X``), read in place."""
+    nnz = 0
+    for i in range(X.shape[0]):
+        for c in range(cols.shape[0]):
+            nnz += X[i, cols[c]] != 0
+    return nnz
+
+
+@njit(cache=True)
+def dense_columns_to_csr(X, cols, indptr, indices, data):
+    """Fill the canonical CSR arrays of ``X[:, cols]`` (sizes from :func:`dense_columns_csr_size`).
+
+    ``cols`` increasing, so the column indices of each row are too. One pass,
+    no copy of the selection; ``indices`` and ``data`` need ``len(cols)``
+    entries of room past the last non-zero (written, then overwritten or
+    left unused: the loop has no branch on the values).
+    """
+    p = 0
+    indptr[0] = 0
+    for i in range(X.shape[0]):
+        for c in range(cols.shape[0]):
+            v = X[i, cols[c]]
+            indices[p] = c
+            data[p] = v
+            p += v != 0
+        indptr[i + 1] = p
+
+
+@njit(cache=True)
+def csr_masked_squared_norms(indptr, indices, data, mask, out):
+    """``out[i] = Σ_p mask[j_p] data[p]²`` over row ``i`` (``mask`` 0.0 / 1.0 per column)."""
+    for i in range(indptr.shape[0] - 1):
+        acc = 0.0
+        for p in range(indptr[i], indptr[i + 1]):
+            v = data[p]
+            acc += mask[indices[p]] * (v * v)
+        out[i] = acc
+
+
 # The lazy state of a coordinate j lives in one row ``S[j]`` (one cache line
 # for a binary model): ``S[j, :k]`` its weights, ``S[j, k:2k]`` its share of
 # the tail sum ``A`` (when averaging), ``S[j, -1]`` the step ``last[j]`` from

@@ -30,7 +30,9 @@ from .._engine import LinearGradientOracle, LinearLoss, run_dp_sgd, split_theta
 from .._mechanisms.fdp import (
     PUBLIC_LOSSES,
     alg1_oracles,
+    fused_rows,
     public_pretraining,
+    public_scale_norms,
     rescaled_for_public_steps,
     unscale_weights,
 )
@@ -114,13 +116,13 @@ def _public_part(est, plan):
                 public_loss=est.public_loss, fit_intercept=est.fit_intercept)
 
 
-def _pretrained(est, X, y, loss, plan, rng):
+def _pretrained(est, X, y, loss, plan, rng, rows=None):
     """The start of the noisy run: zeros after public pretraining (free; ``public_epochs``)."""
     return public_pretraining(
         X, y, loss, _zeros(est, X, loss), rng, epochs=est.public_epochs, **_public_part(est, plan),
         batch_size=plan.details["public_batch_size"], learning_rate=est.learning_rate,
         lr_schedule=est.lr_schedule, momentum=est.momentum,
-        l2_regularization=est.l2_regularization)
+        l2_regularization=est.l2_regularization, rows=rows)
 
 
 def _run_engine(est, X, theta0, private, public, plan, gens, alpha, scale):
@@ -140,12 +142,19 @@ def _run_engine(est, X, theta0, private, public, plan, gens, alpha, scale):
 
 def _fit_alg1(est, X, y, loss, plan, gens):
     """FDP Algorithm 1: clipped, noised ``∇ℓ − ∇ℓ_pub`` plus the noise-free ``∇ℓ_pub``."""
-    X, scale = rescaled_for_public_steps(X, plan.details["public_mask"])
+    public_mask = plan.details["public_mask"]
+    # X's rows for the fused oracles (a CSR copy of sparse-enough dense X),
+    # made once and shared with the public scale, the oracles and pretraining.
+    rows = fused_rows(X, est.public_loss)
+    norms = public_scale_norms(rows, public_mask)
+    X, scale = rescaled_for_public_steps(X, public_mask, norms)
+    if scale != 1.0:  # of X / scale: made again by the oracles
+        rows = norms = None
     private, public = alg1_oracles(
         X, y, loss, **_public_part(est, plan), max_grad_norm=plan.details["max_grad_norm"],
         public_batch_size=plan.details["public_batch_size"], public_rng=gens[_PUBLIC],
-        noise=est.noise)
-    theta0 = _pretrained(est, X, y, loss, plan, gens[_INIT])
+        noise=est.noise, rows=rows, pub_norm_sq=norms)
+    theta0 = _pretrained(est, X, y, loss, plan, gens[_INIT], rows=private.view.csr)
     alpha = (_auto_alpha(plan.noise_multiplier * private.max_grad_norm,
                          plan.schedule.batch_size, theta0.shape[0])
              if est.alpha == "auto" else float(est.alpha))

@@ -573,3 +573,71 @@ def test_classes_parameter_makes_classes_independent_of_the_data(multiclass, mak
         make(classes=[1], **kw).fit(X, y)
     with pytest.raises(ValueError, match="at least 2 distinct labels"):
         make(classes=[1, 1], **kw).fit(X, y)
+
+
+# -- the fused oracles (issue 18) ---------------------------------------------------
+
+
+def _one_hot_like(n, d, seed):
+    """Dense rows with 20 % non-zeros at d = 25 (one-hot blocks of 6, a numeric column)."""
+    rng = np.random.default_rng(seed)
+    X = np.zeros((n, d))
+    for start in range(0, d - 1, 6):
+        X[np.arange(n), start + rng.integers(0, 6, n)] = 0.4
+    X[:, -1] = rng.uniform(0, 0.3, n)
+    return X
+
+
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("label_public", [True, False])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_fused_oracles_match_the_numpy_path(k, label_public, fit_intercept):
+    """Sparse-enough dense float64 X takes the fused CSR kernels: same sums (to rounding)
+    as the gather + BLAS path, every clipped contribution within C."""
+    from sklearn_fdp._mechanisms.fdp import alg1_oracles
+
+    n, d = 300, 25
+    X = _one_hot_like(n, d, seed=k)
+    y = np.random.default_rng(7).integers(0, max(k, 2), n)
+    loss = LinearLoss("log_loss", k)
+    y_enc = loss.encode(y)
+    theta = np.random.default_rng(8).normal(scale=2.0, size=(d + int(fit_intercept), k))
+    public_mask = np.arange(d) % 3 != 0
+
+    def oracles():
+        return alg1_oracles(X, y_enc, loss, public_mask=public_mask, label_public=label_public,
+                            public_loss="mask", fit_intercept=fit_intercept, max_grad_norm=0.2,
+                            public_batch_size=40, public_rng=np.random.default_rng(3),
+                            noise="default")
+
+    fused_private, fused_public = oracles()
+    assert fused_private.view.csr is not None  # the fused path is taken
+    numpy_private, numpy_public = oracles()
+    numpy_private.view.csr = None  # (the view is shared by both oracles)
+    idx = np.arange(0, n, 3)
+    np.testing.assert_allclose(fused_private(idx, theta), numpy_private(idx, theta),
+                               rtol=1e-12, atol=1e-12)
+    for _ in range(3):  # the same public batches: the samplers use the same stream
+        np.testing.assert_allclose(fused_public(theta), numpy_public(theta), rtol=1e-12,
+                                   atol=1e-12)
+    norms = [np.linalg.norm(fused_private(np.array([i]), theta)) for i in range(60)]
+    assert max(norms) <= 0.2
+    assert sum(norm > 0.199 for norm in norms) > 10  # many were clipped: the bound is hit
+
+
+def test_public_minimiser_newton_on_sparse_columns_matches_lbfgs():
+    """Pretraining's Newton solve (sparse public columns) reaches the L-BFGS minimiser."""
+    from sklearn.linear_model import LogisticRegression
+
+    from sklearn_fdp._mechanisms.fdp import _public_design, public_minimiser
+
+    X = _one_hot_like(2000, 25, seed=4)
+    y = (X[:, :6].argmax(axis=1) + np.random.default_rng(1).integers(0, 2, 2000)) % 2
+    public_mask = np.arange(25) % 3 != 0
+    design, solver = _public_design(X, np.flatnonzero(public_mask))
+    assert solver == "newton-cholesky" and sp.issparse(design)
+    theta = public_minimiser(X, y, np.zeros((26, 1)), public_mask, True)
+    ref = LogisticRegression(max_iter=10_000, tol=1e-10).fit(X[:, public_mask], y)
+    np.testing.assert_allclose(theta[:25][public_mask, 0], ref.coef_[0], atol=1e-5)
+    np.testing.assert_allclose(theta[25], ref.intercept_, atol=1e-5)
+    assert np.all(theta[:25][~public_mask] == 0)

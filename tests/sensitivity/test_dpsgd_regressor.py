@@ -10,7 +10,7 @@ replacing one (features and target, or the target alone) by at most ``2 C``.
 Paths: ``"blas"``, ``"fused"`` (dense), ``"csr"`` (eager CSR), ``"lazy"``
 (:func:`~sklearn_fdp._kernels.lazy_steps`, momentum 0) and
 ``"lazy_momentum"`` (its momentum kernel's clipped residuals,
-:func:`~sklearn_fdp._kernels._momentum.lazy_momentum_residuals`), plus the
+:func:`~sklearn_fdp._kernels._momentum.lazy_momentum_steps`), plus the
 CSR paths on :func:`hostile_csr` input (duplicate and unsorted entries).
 Estimator level: the oracle and the noise scale that ``DPSGDRegressor.fit``
 itself builds (targets outside ``y_bounds`` included, and secure mode).
@@ -23,8 +23,7 @@ from hypothesis import strategies as st
 
 from sklearn_fdp import DPSGDRegressor
 from sklearn_fdp._engine import LinearGradientOracle, LinearLoss
-from sklearn_fdp._kernels import csr_scatter_add
-from sklearn_fdp._kernels._momentum import lazy_momentum_residuals
+from sklearn_fdp._kernels._momentum import lazy_momentum_steps
 from sklearn_fdp.exceptions import FdpWarning
 
 from ._harness import SCALES, adversarial_dense, assert_sensitivity, remove_one
@@ -49,9 +48,11 @@ def _oracle(X, y, loss_name, margin, fit_intercept, clip, path):
 def lazy_momentum_sum(oracle, theta):
     """The clipped sum of one step of the momentum lazy path, batch = every row.
 
-    :func:`lazy_momentum_residuals` at lag 0 (no pending step: Φ = I, no
-    noise) computes the clipped residuals ``c_i r_i`` the step adds (times
-    ``1/N``) to the carried momentum; the sum is rebuilt from them.
+    :func:`lazy_momentum_steps` runs one step at lag 0 (no pending step:
+    Φ = I, no noise, momentum 0.9 on a zero velocity): the fused pass adds
+    the clipped gradients ``x_i c_i r_i / N`` (``N = 1`` here) to the
+    carried momentum ``p`` of the coordinates, and the intercept's velocity
+    becomes the sum of the clipped residuals; both are read back.
     """
     X = oracle.X
     n = X.shape[0]
@@ -60,18 +61,22 @@ def lazy_momentum_sum(oracle, theta):
     S[:, 0] = theta[:d, 0]
     intercept = (np.array(theta[d], dtype=np.float64) if oracle.fit_intercept
                  else np.empty(0))
+    intercept_v = np.zeros(1)
     Phi = np.eye(3)[None].copy()
+    Sig = np.zeros((1, 3, 3))
     F = np.zeros((1, 3, 3))
     R = np.empty((max(n, 1), 1))
-    lazy_momentum_residuals(X.indptr, X.indices, X.data, np.arange(n, dtype=np.intp),
-                            oracle.y_kernel, S, 1, 2, intercept, oracle.code, oracle.x_norm_sq,
-                            oracle.max_grad_norm, 0, Phi, F, np.zeros(1, dtype=np.intp),
-                            np.zeros(4), 0, R, oracle.loss_param)
+    lazy_momentum_steps(X.indptr, X.indices, X.data, np.arange(n, dtype=np.intp),
+                        np.array([0, n], dtype=np.intp), oracle.y_kernel, S, 1, 2, intercept,
+                        intercept_v, np.zeros(1), oracle.code, oracle.x_norm_sq,
+                        oracle.max_grad_norm, 0, 0, np.ones(1), 1.0, 0.9, 0.0, 0.0, 0.0, True,
+                        Phi, Sig, F, np.zeros(1, dtype=np.intp), np.zeros(4), 0, R,
+                        oracle.loss_param)
     np.testing.assert_array_equal(S[:, 0], theta[:d, 0])  # a lag-0 catch-up moves nothing
     out = np.zeros((theta.shape[0], 1))
-    csr_scatter_add(X.indptr, X.indices, X.data, np.arange(n, dtype=np.intp), R[:n], 1.0, out)
+    out[:d, 0] = S[:, 1]
     if oracle.fit_intercept:
-        out[d] = R[:n].sum(axis=0)
+        out[d, 0] = intercept_v[0]
     return out
 
 
