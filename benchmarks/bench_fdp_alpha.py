@@ -1,0 +1,173 @@
+"""FDP at small ε: rules for FeatureDPLogisticRegression's alpha="auto" (issue 20).
+
+FeatureDPLogisticRegression (``method="alg1"``, label public) starts from the
+public-only model and adds α times the noisy private gradient. With too
+large an α at small ε the noise pulls the fit *below* the public-only model it
+started from. This benchmark compares candidate rules for α, each a function
+of public quantities only, through ``nu = σ C sqrt(d + 1) / B`` (the noise
+norm of one output column of one normalised private gradient):
+
+* ``c / nu`` for c ∈ {0.05, 0.02, 0.01}, capped at 1 (0.05 was the default
+  until issue 20; 0.02 is the default since);
+* ``(0.05 / nu)²``, capped at 1 (shrinks faster as the noise grows).
+
+Validation data only (no test set is read): a stratified 70/30 split of
+adult.data (seed 0; adult.test is never loaded), features of
+``make_adult_preprocessor``, label public, with
+
+* ``prot``: the protected attributes (``ADULT_PROTECTED``) private: the
+  private columns carry a lot of signal;
+* ``weak``: only race and native-country private: they add almost nothing,
+  so any noise they bring shows as a loss against the public-only model;
+
+each on all 22,792 training rows and on 750 (a subsample per seed); and
+``purchase``: ``make_purchase_like(n_samples=10000, random_state=1)`` (a
+different seed from the benchmarks' data), every column divided by
+sqrt(600), split 50/50, 100 random public products (``default_rng(1)``),
+label public. ε ∈ {0.03, 0.1, 0.3, 1}, δ = 1e-5, seeds 0-2, every other
+parameter the estimator's default. The reference is sklearn's
+LogisticRegression (defaults) on the public columns: a (0, 0)-FDP model.
+
+Writes ``benchmarks/results/fdp_alpha.{json,md}``.
+"""
+
+import json
+import math
+import pathlib
+import platform
+import sys
+import time
+import warnings
+
+import numpy as np
+import pandas as pd
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import train_test_split
+
+from sklearn_fdp import FeatureDPLogisticRegression
+from sklearn_fdp.datasets import (
+    ADULT_PROTECTED,
+    load_adult,
+    make_adult_preprocessor,
+    make_purchase_like,
+)
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from _common import library_fingerprint  # noqa: E402
+
+RESULTS = pathlib.Path(__file__).resolve().parent / "results"
+EPSILONS = (0.03, 0.1, 0.3, 1.0)
+SEEDS = (0, 1, 2)
+DELTA = 1e-5
+RULES = {
+    "0.05 / nu (until issue 20)": lambda nu: min(1.0, 0.05 / nu),
+    "0.02 / nu (default)": lambda nu: min(1.0, 0.02 / nu),
+    "0.01 / nu": lambda nu: min(1.0, 0.01 / nu),
+    "(0.05 / nu)^2": lambda nu: min(1.0, (0.05 / nu) ** 2),
+}
+DEFAULT_RULE = "0.02 / nu (default)"
+
+
+def scenarios():
+    X, y, _, _ = load_adult(return_X_y=True)  # adult.data only
+    pre = make_adult_preprocessor().fit(X)
+    cols = [str(c) for c in pre.get_feature_names_out()]
+    Z = pd.DataFrame(pre.transform(X), columns=cols)
+    Xtr, Xva, ytr, yva = train_test_split(Z, np.asarray(y), test_size=0.3, random_state=0,
+                                          stratify=np.asarray(y))
+    out = {}
+    for tag, private in (("prot", list(ADULT_PROTECTED)), ("weak", ["race", "native-country"])):
+        for n in (None, 750):
+            out[f"adult {tag} {n or 'all'}"] = dict(
+                X=Xtr, y=ytr, X_val=Xva, y_val=yva, n=n,
+                spec=dict(private_features=private))
+    P, py = make_purchase_like(n_samples=10000, random_state=1)
+    P = P / math.sqrt(P.shape[1])
+    Ptr, Pva, pytr, pyva = train_test_split(P, py, test_size=0.5, random_state=0)
+    public = np.sort(np.random.default_rng(1).choice(P.shape[1], 100, replace=False))
+    out["purchase 5000"] = dict(X=Ptr, y=pytr, X_val=Pva, y_val=pyva, n=None,
+                                spec=dict(public_features=public))
+    return out
+
+
+def rows_of(sc, seed):
+    if sc["n"] is None:
+        return sc["X"], sc["y"]
+    rows = np.sort(np.random.default_rng(seed).permutation(len(sc["y"]))[:sc["n"]])
+    X = sc["X"].iloc[rows].reset_index(drop=True) if hasattr(sc["X"], "iloc") else sc["X"][rows]
+    return X, sc["y"][rows]
+
+
+def main():
+    warnings.simplefilter("ignore")
+    t0 = time.process_time()
+    runs = []
+    for name, sc in scenarios().items():
+        for seed in SEEDS:
+            X, y = rows_of(sc, seed)
+            names = np.asarray(X.columns, dtype=object) if hasattr(X, "columns") else None
+            plan0 = FeatureDPLogisticRegression(**sc["spec"], label_public=True).privacy_plan(
+                X.shape[0], X.shape[1], feature_names=names)
+            public = plan0.details["public_mask"]
+            take = (lambda M: M.iloc[:, public]) if names is not None else (lambda M: M[:, public])
+            base = LogisticRegression(max_iter=2000).fit(take(X), y).score(take(sc["X_val"]),
+                                                                          sc["y_val"])
+            for eps in EPSILONS:
+                est = FeatureDPLogisticRegression(**sc["spec"], label_public=True, epsilon=eps,
+                                                  delta=DELTA, random_state=seed)
+                plan = est.privacy_plan(X.shape[0], X.shape[1], feature_names=names)
+                nu = (plan.noise_multiplier * plan.details["max_grad_norm"]
+                      * math.sqrt(X.shape[1] + 1) / plan.schedule.batch_size)
+                for rule, f in RULES.items():
+                    alpha = float(f(nu))
+                    clf = est.set_params(alpha=alpha).fit(X, y)
+                    acc = float(clf.score(sc["X_val"], sc["y_val"]))
+                    runs.append(dict(scenario=name, seed=seed, epsilon=eps, rule=rule, nu=nu,
+                                     alpha=alpha, val_accuracy=acc, public_only=base,
+                                     diff_points=100 * (acc - base)))
+                    print(f"{name} seed {seed} ε={eps} {rule}: α={alpha:.3f} "
+                          f"{100 * (acc - base):+.2f}", flush=True)
+                # The default reproduces its rule exactly.
+                auto = est.set_params(alpha="auto").fit(X, y)
+                assert auto.alpha_ == float(RULES[DEFAULT_RULE](nu)), (auto.alpha_, nu)
+    saved = dict(date=time.strftime("%Y-%m-%d"), machine=platform.machine(),
+                 python=platform.python_version(), library=library_fingerprint(),
+                 cpu_minutes=(time.process_time() - t0) / 60, epsilons=list(EPSILONS),
+                 seeds=list(SEEDS), rules=list(RULES), runs=runs)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "fdp_alpha.json").write_text(json.dumps(saved, indent=1))
+    text = markdown(saved)
+    (RESULTS / "fdp_alpha.md").write_text(text)
+    print(text)
+
+
+def markdown(saved):
+    runs, rules, eps_list = saved["runs"], saved["rules"], saved["epsilons"]
+    scen = list(dict.fromkeys(r["scenario"] for r in runs))
+
+    def mean(sc, eps, rule, key="diff_points"):
+        return float(np.mean([r[key] for r in runs if r["scenario"] == sc
+                              and r["epsilon"] == eps and r["rule"] == rule]))
+
+    out = [f"# FeatureDPLogisticRegression's alpha='auto' at small ε (generated by "
+           f"`benchmarks/bench_fdp_alpha.py` on {saved['date']}, {saved['machine']}, "
+           f"Python {saved['python']}, {saved['cpu_minutes']:.1f} CPU min)", "",
+           "Validation accuracy minus the public-only LogisticRegression's, in points, mean "
+           f"over seeds {saved['seeds']}; validation splits only (no test set). α in "
+           "brackets (mean). Every other parameter is the default.", "",
+           "| scenario | ε | " + " | ".join(rules) + " |", "|---|---|" + "---|" * len(rules)]
+    for sc in scen:
+        for eps in eps_list:
+            cells = [f"{mean(sc, eps, r):+.2f} (α {mean(sc, eps, r, 'alpha'):.3f})"
+                     for r in rules]
+            out.append(f"| {sc} | {eps:g} | " + " | ".join(cells) + " |")
+    out += ["", "| rule | mean over the cells | worst cell |", "|---|---|---|"]
+    for r in rules:
+        cells = [mean(sc, eps, r) for sc in scen for eps in eps_list]
+        out.append(f"| {r} | {np.mean(cells):+.2f} | {min(cells):+.2f} |")
+    out.append("")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    main()
