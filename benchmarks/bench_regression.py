@@ -109,6 +109,7 @@ FDP_SGD = "FeatureDPSGDRegressor alg1 (protected private, target public)"
 COLORS = {DPSGD: "C0", DIFFPRIVLIB: "C3", FDP_LINEAR: "C1", LABEL_DP: "C5", FDP_SGD: "C2"}
 
 ERRORS = []  # every run that raised, reported at the end
+DIAGNOSTIC_EPSILONS = [1e3, 1e7]  # diffprivlib at nearly no noise, for the report's note
 
 
 def _record_error(where, exc):
@@ -540,7 +541,8 @@ def speed_targets(speed):
     rows = []
     for label, iv in (("warm fit, CPU", speed["warm"]["ratio_cpu"]),
                       ("warm fit, wall", speed["warm"]["ratio_wall"]),
-                      ("cold first fit (calibration included), CPU", speed["cold"]["ratio_fit_cpu"]),
+                      ("cold first fit (calibration included), CPU",
+                       speed["cold"]["ratio_fit_cpu"]),
                       ("cold first fit (calibration included), wall",
                        speed["cold"]["ratio_fit_wall"])):
         med = iv["median"]
@@ -616,6 +618,16 @@ def markdown(meta, lines, table, target_rows, speed, missing, epsilons):
                 and abs(mean) < 1e3 else f"{mean:.3g}")
         md.append(f"| {row['target']} | {row['epsilon']:g} | {cell} | {row['verdict']} |")
     md.append("")
+    diag = (meta.get("diffprivlib_diagnostic") or [])
+    if diag:
+        md += [f"diffprivlib's LinearRegression has no regularisation parameter (it minimises "
+               "the noisy least-squares objective with α = 0 by BFGS): on these one-hot "
+               "features, whose centred Gram matrix is singular (7 zero eigenvalues: a "
+               "categorical block without missing values sums to a constant in every row), "
+               "the noisy objective is unbounded below and BFGS runs off. The same "
+               "fit at nearly no noise (seed 0): "
+               + ", ".join(f"ε = {r['epsilon']:g}: R² {r['test_r2']:.4g}" for r in diag)
+               + ".", ""]
     if speed:
         w, c = speed["warm"], speed["cold"]
         md += ["## Speed: `FeatureDPLinearRegression(epsilon=1).fit` vs `Ridge().fit`", "",
@@ -751,6 +763,9 @@ def main(argv=None):
         if dpl is not None:
             lines[DIFFPRIVLIB] = dpl.pop("results")
             diffprivlib_meta = dpl
+            # Is it the noise or the method? The same fit at huge ε (seed 0 only).
+            diag = run_diffprivlib(data, DIAGNOSTIC_EPSILONS, args.delta, [0])
+            diffprivlib_meta["diagnostic_huge_epsilon"] = diag and diag["results"]
     speed = previous.get("speed")
     if "speed" in sections:
         if FDP_LINEAR in missing:
@@ -777,6 +792,7 @@ def main(argv=None):
                 private=list(ADULT_PROTECTED), private_columns=data["private_cols"],
                 column_bound=data["column_bound"], row_norm_bounds=data["row_norm_bounds"],
                 data_sha256=data_hash(data), missing_arms=missing,
+                diffprivlib_diagnostic=(diffprivlib_meta or {}).get("diagnostic_huge_epsilon"),
                 sections_run=sorted(sections), runtime_seconds=runtime, library=fingerprint)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{stem}.json").write_text(json.dumps(dict(

@@ -72,7 +72,8 @@ def main(argv=None):
     d = np.load(args.data)
     X, y = np.asarray(d["X_train"], np.float64), np.asarray(d["y_train"], np.float64)
     Xte, yte = np.asarray(d["X_test"], np.float64), np.asarray(d["y_test"], np.float64)
-    bounds_X = (np.asarray(d["bounds_X_low"], np.float64), np.asarray(d["bounds_X_high"], np.float64))
+    bounds_X = (np.asarray(d["bounds_X_low"], np.float64),
+                np.asarray(d["bounds_X_high"], np.float64))
     bounds_y = tuple(float(v) for v in d["bounds_y"])
     print(f"[diffprivlib] n_train={len(y)} d={X.shape[1]} n_test={len(yte)} "
           f"bounds_y={bounds_y}", flush=True)
