@@ -158,6 +158,13 @@ def prepare():
                 n_clipped=dict(train=int(np.sum(ytr != raw_tr)), test=int(np.sum(yte != raw_te))))
 
 
+def gram_zero_eigenvalues(X):
+    """How many eigenvalues of the centred Gram matrix are zero (up to rounding)."""
+    Xc = X - X.mean(axis=0)
+    ev = np.linalg.eigvalsh(Xc.T @ Xc)
+    return int(np.sum(ev <= 1e-9 * ev[-1]))
+
+
 def data_hash(data):
     h = hashlib.sha256()
     for key in ("X_train", "y_train", "X_test", "y_test"):
@@ -622,7 +629,8 @@ def markdown(meta, lines, table, target_rows, speed, missing, epsilons):
     if diag:
         md += [f"diffprivlib's LinearRegression has no regularisation parameter (it minimises "
                "the noisy least-squares objective with α = 0 by BFGS): on these one-hot "
-               "features, whose centred Gram matrix is singular (7 zero eigenvalues: a "
+               "features, whose centred Gram matrix is singular "
+               f"({meta['gram_zero_eigenvalues']} zero eigenvalues: a "
                "categorical block without missing values sums to a constant in every row), "
                "the noisy objective is unbounded below and BFGS runs off. The same "
                "fit at nearly no noise (seed 0): "
@@ -792,6 +800,7 @@ def main(argv=None):
                 private=list(ADULT_PROTECTED), private_columns=data["private_cols"],
                 column_bound=data["column_bound"], row_norm_bounds=data["row_norm_bounds"],
                 data_sha256=data_hash(data), missing_arms=missing,
+                gram_zero_eigenvalues=gram_zero_eigenvalues(data["X_train"].to_numpy()),
                 diffprivlib_diagnostic=(diffprivlib_meta or {}).get("diagnostic_huge_epsilon"),
                 sections_run=sorted(sections), runtime_seconds=runtime, library=fingerprint)
     RESULTS.mkdir(parents=True, exist_ok=True)
