@@ -8,6 +8,7 @@ from sklearn_fdp import (
     BoundedScaler,
     DPSGDClassifier,
     DPSGDFClassifier,
+    FeatureDPLinearRegression,
     FeatureDPLogisticRegression,
     PrivateMeanCenterer,
 )
@@ -21,6 +22,10 @@ ESTIMATORS = [
     # private too, so the spec is valid whatever the number of columns.
     FeatureDPLogisticRegression(private_features=[0], epsilon=50.0, delta=1e-9, epochs=5,
                                 accountant="rdp", random_state=0),
+    # Column 0 private, target private; y_bounds wide enough for the checks' targets
+    # (regression checks draw them from make_regression, up to a few hundred).
+    FeatureDPLinearRegression(private_features=[0], y_bounds=(-1000.0, 1000.0), epsilon=50.0,
+                              delta=1e-9, random_state=0),
     DPSGDFClassifier(epsilon=50.0, epsilon_mean=1.0, delta=1e-9, epochs=5, accountant="rdp",
                      random_state=0),
     PrivateMeanCenterer(epsilon=50.0, delta=1e-9, random_state=0),

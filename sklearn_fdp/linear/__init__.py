@@ -1,4 +1,4 @@
-"""Private linear classifiers."""
+"""Private linear models."""
 
 import importlib
 
@@ -10,6 +10,7 @@ _LAZY = {
     "DPSGDClassifier": "._dpsgd",
     "DPSGDFClassifier": "._dpsgdf",
     "FeatureDPLogisticRegression": "._feature_dp_logistic",
+    "FeatureDPLinearRegression": "._feature_dp_linear",
 }
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "DPSGDClassifier",
     "DPSGDFClassifier",
     "FeatureDPLogisticRegression",
+    "FeatureDPLinearRegression",
 ]
 
 

@@ -1,0 +1,328 @@
+"""Ridge regression with feature DP: one Gaussian release of the protected sufficient statistics.
+
+The ridge solution needs only ``G = X~ᵀX~`` and ``b = X~ᵀy`` (``X~`` is ``X``
+with a public column of ones for the intercept). With the columns split into
+public ``P`` (the intercept included) and protected ``Q``, and the target
+public or private, the blocks that involve only public values (``X_Pᵀ X_P``,
+and ``X_Pᵀ y`` when the target is public) are computed exactly, and the
+others are released once with the Gaussian mechanism:
+
+=========  ==========================  ======================  ======================
+block      entries                     add/remove sens.        replace sens.
+=========  ==========================  ======================  ======================
+``QP``     ``X_Qᵀ X~_P``               ``B_Q · P``             ``2 B_Q · P``
+``QQ``     upper triangle of X_QᵀX_Q   ``B_Q²``                ``√2 B_Q²``
+``Qy``     ``X_Qᵀ y``                  ``B_Q``                 ``2 B_Q``
+``Py``     ``X~_Pᵀ y`` (target private) ``P``                   ``2 P``
+=========  ==========================  ======================  ======================
+
+Units and bounds. Every row's public block is clipped to L2 norm ``B_P``
+and its protected block to ``B_Q`` (declared bounds, never read from the
+data); ``P = sqrt(B_P² + 1)`` with the intercept (``B_P`` without). The
+target is clipped to the declared ``y_bounds = (lo, hi)`` and mapped to
+``[-1, 1]`` by ``(y − c) / h`` with ``c = (lo + hi) / 2``, ``h = (hi − lo) /
+2`` (without an intercept ``c = 0`` and ``h = max(|lo|, |hi|)``); the
+released blocks are in these units, and the solution is mapped back
+exactly (post-processing): the ridge minimiser for ``(y − c) / h`` is the
+one for ``y`` divided by ``h``, its intercept moved by ``c``.
+
+The symmetric block. Only the upper triangle of ``X_QᵀX_Q`` is released,
+its off-diagonal entries multiplied by ``√2`` first: the vector then has
+L2 norm ``‖X_QᵀX_Q‖_F``, and one record's term ``q qᵀ`` has norm
+exactly ``‖q‖² ≤ B_Q²`` (the plain upper triangle has the same largest
+norm, reached at a one-hot ``q``, so the factor is free and halves the
+off-diagonal noise variance). Under replacement ``‖q qᵀ − q' q'ᵀ‖_F² =
+‖q‖⁴ + ‖q'‖⁴ − 2 (q · q')² ≤ 2 B_Q⁴``.
+
+One Gaussian. Block ``k`` (``m_k`` entries, sensitivity ``c_k`` under the
+estimator's relation) is multiplied by a weight ``w_k`` and the blocks are
+stacked into one vector ``v``; ``v + N(0, σ² I)`` is released, where the
+weights are scaled so that ``Σ_k w_k² c_k²`` is 1 under add/remove and 4
+under replacement. One record then moves ``v`` by at most 1 (add/remove;
+exact: every block's largest term is reached by one record at once), or by
+at most 2 under replacement (the sum of the blocks' largest moves: an upper
+bound, tight but for the ``QQ`` block's share, which no record reaches
+together with the others' largest). So ``v + N(0, σ² I)`` is the Gaussian
+mechanism with noise multiplier ``σ`` in the convention of
+:mod:`sklearn_fdp.accounting` (sensitivity 1 under add/remove, ``2 × 1``
+under replacement), its event the one Gaussian the estimator's plan
+calibrates ``σ`` for. Block ``k``'s entries get noise of std ``σ / w_k``.
+The weights minimise the total noise variance of the released system
+``[G, b]`` (each entry counted as often as it appears in the symmetric
+``(d + 2) × (d + 2)`` matrix ``[X~, y]ᵀ[X~, y]``), ``w_k² ∝ sqrt(m_k) / c_k``
+(Cauchy–Schwarz), the same as splitting the budget across blocks
+optimally.
+
+Solving. The noisy system is made positive definite by a rule that reads no
+private value: its eigenvalues below ``τ``, the expected spectral norm of the
+noise matrix (``s_QP (√d_Q + √(d_P + 1)) + 2 s_QQ √d_Q`` for the noise stds
+``s`` of the two noisy blocks of ``G``; Gordon's bound for Gaussian
+matrices), are raised to ``τ`` (at least ``1e-12 max(1, |λ|_max)``, so the
+solution is always finite). Post-processing.
+"""
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._outofcore import row_slice
+from .gaussian_mean import row_scale_factors
+
+# Rows per chunk of the one pass over the data (a dense float64 copy of a chunk).
+CHUNK_ROWS = 4096
+
+#: The released blocks, in the order of the stacked vector.
+BLOCKS = ("QP", "QQ", "Qy", "Py")
+
+
+class StatisticLayout(NamedTuple):
+    """Everything public about the release: block sizes, sensitivities, weights.
+
+    Built by :func:`statistic_layout` from the shape, the column split and
+    the parameters only.
+    """
+
+    public_idx: np.ndarray  # input columns of the public block (intercept not included)
+    private_idx: np.ndarray  # input columns of the protected block
+    fit_intercept: bool
+    label_public: bool
+    public_bound: float  # B_P
+    private_bound: float  # B_Q
+    sizes: dict  # block -> number of released entries (noisy blocks only)
+    sensitivities: dict  # block -> c_k under the relation
+    weights: dict  # block -> w_k
+    sensitivity: float  # of the stacked weighted vector: 1 (add/remove) or 2 (replace)
+
+
+def _triu_size(d):
+    return d * (d + 1) // 2
+
+
+def statistic_layout(public_mask, *, fit_intercept, label_public, public_bound, private_bound,
+                     neighboring):
+    """The public layout of the release (see the module docstring for the numbers).
+
+    Parameters
+    ----------
+    public_mask : ndarray of bool of shape (n_features,)
+    fit_intercept, label_public : bool
+    public_bound, private_bound : float
+        ``B_P`` and ``B_Q``, > 0.
+    neighboring : {"add_remove", "replace"}
+
+    Returns
+    -------
+    layout : StatisticLayout
+    """
+    public_idx = np.flatnonzero(public_mask)
+    private_idx = np.flatnonzero(~np.asarray(public_mask, dtype=bool))
+    d_q, d_p1 = len(private_idx), len(public_idx) + int(fit_intercept)
+    b_q = float(private_bound)
+    p = math.sqrt(float(public_bound) ** 2 + int(fit_intercept))
+    replace = neighboring == "replace"
+    sizes = {"QP": d_q * d_p1, "QQ": _triu_size(d_q), "Qy": d_q,
+             "Py": 0 if label_public else d_p1}
+    add_remove = {"QP": b_q * p, "QQ": b_q * b_q, "Qy": b_q, "Py": p}
+    factor = {"QP": 2.0, "QQ": math.sqrt(2.0), "Qy": 2.0, "Py": 2.0} if replace else \
+        dict.fromkeys(BLOCKS, 1.0)
+    # How often a block's entries appear in the symmetric [X~, y]ᵀ[X~, y]
+    # (QP and the y columns twice; the scaled triangle stands for QQ whole).
+    appears = {"QP": 2, "QQ": 1, "Qy": 2, "Py": 2}
+    sens = {k: factor[k] * add_remove[k] for k in BLOCKS if sizes[k] and add_remove[k] > 0}
+    sizes = {k: sizes[k] for k in sens}
+    target = 2.0 if replace else 1.0
+    raw = {k: math.sqrt(math.sqrt(appears[k] * sizes[k]) / sens[k]) for k in sens}
+    total = math.sqrt(math.fsum((raw[k] * sens[k]) ** 2 for k in sens))
+    weights = {k: target * raw[k] / total for k in sens}
+    return StatisticLayout(public_idx, private_idx, bool(fit_intercept), bool(label_public),
+                           float(public_bound), b_q, sizes, sens, weights, target)
+
+
+class Statistics(NamedTuple):
+    """The clipped sufficient statistics, exact (before any noise), float64, target in [-1, 1] units."""
+
+    G_PP: np.ndarray  # X~_Pᵀ X~_P, public
+    A_QP: np.ndarray  # X_Qᵀ X~_P
+    A_QQ: np.ndarray  # X_Qᵀ X_Q
+    b_Q: np.ndarray  # X_Qᵀ y
+    b_P: np.ndarray  # X~_Pᵀ y (public when the target is)
+    n_clipped: int  # targets outside y_bounds (not released)
+
+
+def target_map(y_bounds, fit_intercept):
+    """``(centre, half_range)``: the target is released in units of ``(y − centre) / half_range``."""
+    lo, hi = float(y_bounds[0]), float(y_bounds[1])
+    if fit_intercept:
+        return (lo + hi) / 2.0, (hi - lo) / 2.0
+    return 0.0, max(abs(lo), abs(hi))
+
+
+def _clip_rows(block, bound):
+    """Rows of a float64 block scaled to L2 norm at most ``bound`` (a new array)."""
+    if block.shape[1] == 0:
+        return block
+    return block * row_scale_factors(block, bound, "clip")[:, None]
+
+
+def sufficient_statistics(X, y, layout, y_bounds):
+    """The exact clipped blocks of :class:`Statistics`, in one pass over row chunks.
+
+    Rows' public and protected blocks are clipped to ``B_P`` / ``B_Q`` apart
+    (the public block never depends on the protected values), the target to
+    ``y_bounds`` and then mapped by :func:`target_map`; everything is
+    accumulated in float64, whatever ``X``'s dtype.
+    """
+    n = X.shape[0]
+    centre, half = target_map(y_bounds, layout.fit_intercept)
+    lo, hi = float(y_bounds[0]), float(y_bounds[1])
+    d_p1 = len(layout.public_idx) + int(layout.fit_intercept)
+    d_q = len(layout.private_idx)
+    G_PP = np.zeros((d_p1, d_p1))
+    A_QP = np.zeros((d_q, d_p1))
+    A_QQ = np.zeros((d_q, d_q))
+    b_Q = np.zeros(d_q)
+    b_P = np.zeros(d_p1)
+    y = np.asarray(y, dtype=np.float64)
+    n_clipped = 0
+    for start in range(0, n, CHUNK_ROWS):
+        stop = min(n, start + CHUNK_ROWS)
+        rows = row_slice(X, start, stop)
+        rows = rows.toarray() if sp.issparse(rows) else rows
+        rows = np.asarray(rows, dtype=np.float64)
+        pub = _clip_rows(rows[:, layout.public_idx], layout.public_bound)
+        if layout.fit_intercept:
+            pub = np.hstack([pub, np.ones((stop - start, 1))])
+        priv = _clip_rows(rows[:, layout.private_idx], layout.private_bound)
+        yc = y[start:stop]
+        n_clipped += int(np.count_nonzero((yc < lo) | (yc > hi)))
+        ys = (np.clip(yc, lo, hi) - centre) / half
+        G_PP += pub.T @ pub
+        A_QP += priv.T @ pub
+        A_QQ += priv.T @ priv
+        b_Q += priv.T @ ys
+        b_P += pub.T @ ys
+    return Statistics(G_PP, A_QP, (A_QQ + A_QQ.T) / 2.0, b_Q, b_P, n_clipped)
+
+
+def _triu(A):
+    """Upper triangle of a symmetric ``A`` (row-major), off-diagonal entries times √2."""
+    i, j = np.triu_indices(A.shape[0])
+    return A[i, j] * np.where(i == j, 1.0, math.sqrt(2.0))
+
+
+def _untriu(v, d):
+    """The symmetric matrix of :func:`_triu`'s vector ``v``."""
+    i, j = np.triu_indices(d)
+    vals = v * np.where(i == j, 1.0, 1.0 / math.sqrt(2.0))
+    A = np.zeros((d, d))
+    A[i, j] = vals
+    A[j, i] = vals
+    return A
+
+
+def _block_vectors(stats, layout):
+    """``{block: its unweighted released entries}`` for the noisy blocks."""
+    vecs = {"QP": stats.A_QP.ravel(), "QQ": _triu(stats.A_QQ), "Qy": stats.b_Q,
+            "Py": stats.b_P}
+    return {k: vecs[k] for k in layout.weights}
+
+
+def stacked_release(stats, layout):
+    """The weighted stacked vector ``v`` the Gaussian is added to (its sensitivity:
+    ``layout.sensitivity``)."""
+    parts = [layout.weights[k] * v for k, v in _block_vectors(stats, layout).items()]
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def add_gaussian_noise(vector, noise_multiplier, noise_rng):
+    """``vector + σ N(0, I)``, the noise drawn from ``noise_rng`` alone, in one call."""
+    if vector.size == 0:
+        return vector.copy()
+    return vector + noise_multiplier * noise_rng.standard_normal(size=vector.size)
+
+
+class NoisySystem(NamedTuple):
+    """The released normal equations (target in [-1, 1] units)."""
+
+    G: np.ndarray  # (d + fit_intercept) × (d + fit_intercept), symmetric; columns as X, intercept last
+    b: np.ndarray
+    noise_scale: float  # τ: the expected spectral norm of G's noise (public)
+
+
+def noise_stds(layout, noise_multiplier):
+    """``{block: noise std of its entries}`` (for ``QQ``: the diagonal; off-diagonal / √2)."""
+    return {k: noise_multiplier / w for k, w in layout.weights.items()}
+
+
+def noise_scale(layout, noise_multiplier):
+    """τ, the expected spectral norm of the noise in ``G`` (public: shapes and σ only)."""
+    stds = noise_stds(layout, noise_multiplier)
+    d_q = len(layout.private_idx)
+    d_p1 = len(layout.public_idx) + int(layout.fit_intercept)
+    tau = stds.get("QP", 0.0) * (math.sqrt(d_q) + math.sqrt(d_p1)) if d_p1 else 0.0
+    return tau + 2.0 * stds.get("QQ", 0.0) * math.sqrt(d_q)
+
+
+def release_linear_statistics(X, y, layout, y_bounds, noise_multiplier, noise_rng):
+    """Clip, compute the blocks, add one Gaussian to the stacked weighted vector; assemble.
+
+    Returns ``(system, n_clipped)``: the :class:`NoisySystem` (public blocks
+    exact, the others noisy) and the number of targets outside ``y_bounds``
+    (computed from the private targets: for the data holder's warning, not
+    released).
+    """
+    stats = sufficient_statistics(X, y, layout, y_bounds)
+    noisy = add_gaussian_noise(stacked_release(stats, layout), noise_multiplier, noise_rng)
+    blocks, offset = {}, 0
+    for k, size in layout.sizes.items():
+        blocks[k] = noisy[offset:offset + size] / layout.weights[k]
+        offset += size
+    d_q = len(layout.private_idx)
+    d_p1 = len(layout.public_idx) + int(layout.fit_intercept)
+    A_QP = blocks["QP"].reshape(d_q, d_p1) if "QP" in blocks else stats.A_QP
+    A_QQ = _untriu(blocks["QQ"], d_q) if "QQ" in blocks else stats.A_QQ
+    b_Q = blocks.get("Qy", stats.b_Q)
+    b_P = blocks.get("Py", stats.b_P)
+    # Assemble in the input's column order, the intercept last.
+    pub = np.r_[layout.public_idx, [X.shape[1]] * int(layout.fit_intercept)].astype(int)
+    priv = layout.private_idx
+    size = X.shape[1] + int(layout.fit_intercept)
+    G = np.zeros((size, size))
+    b = np.zeros(size)
+    G[np.ix_(pub, pub)] = stats.G_PP
+    G[np.ix_(priv, pub)] = A_QP
+    G[np.ix_(pub, priv)] = A_QP.T
+    G[np.ix_(priv, priv)] = A_QQ
+    b[pub] = b_P
+    b[priv] = b_Q
+    return NoisySystem(G, b, noise_scale(layout, noise_multiplier)), stats.n_clipped
+
+
+def solve_noisy_ridge(system, alpha, fit_intercept):
+    """Ridge coefficients from the released system (post-processing); ``(theta, n_raised)``.
+
+    ``(G + α D) θ = b`` with ``D`` the identity but 0 for the intercept,
+    solved by the eigendecomposition of the symmetric matrix with its
+    eigenvalues below ``floor = max(τ, 1e-12 max(1, |λ|_max))`` raised to
+    ``floor`` (always a finite solution). ``n_raised`` counts those
+    eigenvalues (a released quantity: free).
+    """
+    G = np.array(system.G, dtype=np.float64)
+    ridge = np.full(G.shape[0], float(alpha))
+    if fit_intercept:
+        ridge[-1] = 0.0
+    M = G + np.diag(ridge)
+    M = (M + M.T) / 2.0
+    lam, V = np.linalg.eigh(M)
+    floor = max(float(system.noise_scale), 1e-12 * max(1.0, float(np.abs(lam).max(initial=0.0))))
+    raised = lam < floor
+    lam = np.where(raised, floor, lam)
+    theta = V @ ((V.T @ system.b) / lam)
+    return theta, int(raised.sum())
+
+
+__all__ = ["BLOCKS", "NoisySystem", "StatisticLayout", "Statistics", "add_gaussian_noise",
+           "noise_scale", "noise_stds", "release_linear_statistics", "solve_noisy_ridge",
+           "stacked_release", "statistic_layout", "sufficient_statistics", "target_map"]

@@ -1,0 +1,452 @@
+"""FeatureDPLinearRegression: ridge regression with feature DP by sufficient statistics.
+
+The estimator validates, plans (:meth:`FeatureDPLinearRegression.privacy_plan`:
+the layout of the release and σ, from public quantities), releases the
+protected blocks of the normal equations once
+(:mod:`sklearn_fdp._mechanisms.linear_statistics`) and solves them
+(post-processing).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from numbers import Real
+from typing import TYPE_CHECKING
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.extmath import safe_sparse_dot
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._budget import calibrate_dpsgd
+from .._docs import fill_doc
+from .._mechanisms.linear_statistics import (
+    release_linear_statistics,
+    solve_noisy_ridge,
+    statistic_layout,
+    target_map,
+)
+from .._plan import DPSGDSchedule, feature_plan
+from .._random import NOISE_OPTIONS, spawn_generators
+from .._validation import (
+    DELTA_CONSTRAINT,
+    NEIGHBORING_CONSTRAINT,
+    Interval,
+    StrOptions,
+    _fit_context,
+    atomic_fit,
+    check_delta_vs_n,
+    check_row_norms_finite,
+    validate_numeric_data,
+)
+from .. import accounting
+from ..exceptions import FdpWarning
+from ..features import check_label_in_spec, resolve_feature_spec, spec_feature_names
+
+if TYPE_CHECKING:  # annotations only
+    from typing import Literal, Self
+
+    from .._plan import PrivacyPlan
+    from .._typing import ArrayLike, FeatureSpec, MatrixLike, RandomStateLike
+
+
+def _check_y_bounds(est):
+    """``(lo, hi)`` as floats, or a ValueError naming the value and the fix."""
+    name = type(est).__name__
+    fix = ("Give the range the target can take, from public knowledge (e.g. "
+           "y_bounds=(0, 100) for hours per week), never from the training data.")
+    if est.y_bounds is None:
+        raise ValueError(f"{name} needs `y_bounds=(lo, hi)`: the target's contribution to "
+                         f"the released statistics is bounded by it. {fix}")
+    try:
+        lo, hi = (float(v) for v in est.y_bounds)
+    except (TypeError, ValueError):
+        raise ValueError(f"`y_bounds` of {name} must be a pair (lo, hi) of numbers, got "
+                         f"{est.y_bounds!r}. {fix}") from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ValueError(f"`y_bounds` of {name} must be finite with lo < hi, got "
+                         f"{est.y_bounds!r}. {fix}")
+    return lo, hi
+
+
+def _check_row_norm_bounds(est, n_public, n_private):
+    """``(B_P, B_Q)`` from ``row_norm_bounds`` (a number, a pair or a RowNormBounds)."""
+    name = type(est).__name__
+    value = est.row_norm_bounds
+    if hasattr(value, "public") and hasattr(value, "protected"):
+        pair = (value.public, value.protected)
+    elif isinstance(value, Real) and not isinstance(value, (bool, np.bool_)):
+        pair = (value, value)
+    else:
+        try:
+            pair = tuple(value)
+        except TypeError:
+            pair = ()
+        if len(pair) != 2:
+            raise ValueError(
+                f"`row_norm_bounds` of {name} must be a number, a pair (public, protected) "
+                f"or a RowNormBounds (sklearn_fdp.preprocessing.row_norm_bounds), got "
+                f"{value!r}.")
+    bounds = []
+    for what, bound, count in (("public", pair[0], n_public), ("protected", pair[1], n_private)):
+        try:
+            bound = float(bound)
+        except (TypeError, ValueError):
+            bound = float("nan")
+        ok = math.isfinite(bound) and (bound > 0 or (bound == 0 and count == 0))
+        if not ok:
+            raise ValueError(
+                f"The {what} row-norm bound of {name} must be finite and > 0, got "
+                f"{bound!r} (row_norm_bounds={value!r}). Declare the largest L2 norm a "
+                f"row's {what} columns can have (row_norm_bounds(schema) gives it for a "
+                "make_tabular_preprocessor; inf there means a passthrough column without "
+                "bounds: declare its bounds).")
+        bounds.append(bound)
+    return bounds[0], bounds[1]
+
+
+@fill_doc
+class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
+    """Ridge regression with feature differential privacy, by sufficient statistics.
+
+    Some columns of ``X`` (and optionally the target) are public: they may
+    leak, while the *private* columns of every record (and the target
+    unless ``label_public``) are protected. The ridge solution needs only
+    ``X~ᵀX~`` and ``X~ᵀy`` (``X~``: ``X`` and a column of ones for the
+    intercept). The blocks of these that involve only public values are
+    computed exactly; the others (protected × public, protected ×
+    protected, protected × target, and public × target when the target is
+    private) are released once with the Gaussian mechanism, after every
+    row's public and protected parts are clipped to the declared
+    ``row_norm_bounds`` and the target to ``y_bounds``. The noisy system is
+    then made positive definite and solved (post-processing). The fit is
+    (ε, δ)-feature-DP: replacing the protected values (and a private
+    target) of one record, or adding/removing a record whose public part is
+    known, changes the model's distribution by at most (ε, δ). One pass
+    over the data; no SGD.
+
+    Label-DP regression is the case where every feature is public
+    (``private_features=[]``) and the target is private: only ``X~ᵀy`` is
+    noised.
+
+    Parameters
+    ----------
+    public_features : spec or None, default=None
+        Columns that are public, as column indices, a boolean mask, column
+        names or a callable ``name -> bool`` (as in
+        :class:`FeatureDPLogisticRegression`; an original column name selects
+        its one-hot outputs inside
+        :func:`~sklearn_fdp.pipeline.make_private_pipeline`). Give exactly one
+        of ``public_features`` and ``private_features``.
+    private_features : spec or None, default=None
+        Columns to protect; every other column is public. ``[]``: none
+        (label-DP regression; needs ``label_public=False``).
+    label_public : bool, default=False
+        Whether the target is public. If False (the default) the target is
+        protected: ``X~_Pᵀy`` is noised too.
+    y_bounds : (float, float)
+        Public range ``(lo, hi)`` of the target, ``lo < hi``, required:
+        targets outside it are clipped to it (a :class:`FdpWarning` gives
+        their number to the data holder; it is not stored in the model).
+        Choose it from public knowledge, never from the training data. The
+        noise of the target's blocks grows with ``hi − lo``.
+    row_norm_bounds : float, (float, float) or RowNormBounds, default=1.0
+        Declared L2 bounds ``(B_P, B_Q)`` on a row's public and protected
+        columns; each block of every row is clipped to its bound. A number
+        bounds both blocks; a
+        :class:`~sklearn_fdp.preprocessing.RowNormBounds` (from
+        :func:`~sklearn_fdp.preprocessing.row_norm_bounds` of the schema of a
+        :func:`~sklearn_fdp.preprocessing.make_tabular_preprocessor`) gives
+        the tightest bounds of that preprocessor's output. Must be > 0
+        (0 allowed for an empty block).
+    alpha : float, default=1.0
+        Ridge penalty ``α ‖w‖²`` (the intercept is not penalised), >= 0, as
+        in :class:`sklearn.linear_model.Ridge`.
+    [[fit_intercept]]
+    [[epsilon]]
+    [[delta]]
+    noise_multiplier : float or None, default=None
+        σ of the one release (noise std of the stacked weighted vector,
+        whose add/remove sensitivity is 1). When given, ε is computed rather
+        than targeted; if ``epsilon`` is also given, ``fit`` raises
+        :class:`BudgetExceededError` when the release would spend more.
+    [[accountant]]
+    [[neighboring]]
+    random_state : int, RandomState instance or None, default=None
+        Seeds the noise; a fixed value reproduces ``coef_``.
+    noise : {"default", "secure"}, default="default"
+        Source of the Gaussian noise. ``"default"``: a NumPy PCG64 stream
+        spawned from ``random_state`` (reproducible). ``"secure"``: the OS
+        CSPRNG and the floating-point-hardened sampler of the user guide's
+        "Secure noise"; ``random_state`` then no longer reproduces the fit.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+    intercept_ : float
+        0.0 when ``fit_intercept=False``.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
+        Defined when ``X`` has string column names.
+    feature_names_ : ndarray of object or None
+        The column names the feature spec was resolved with.
+    [[epsilon_]]
+    [[delta_]]
+    [[noise_multiplier_]]
+    [[accountant_]]
+    [[dp_event_]]
+    [[privacy_plan_]]
+    public_mask_ : ndarray of bool of shape (``n_features_in_``,)
+        Which columns were treated as public.
+    [[public_features_]]
+    [[private_features_]]
+    [[label_public_]]
+    row_norm_bounds_ : tuple of (float, float)
+        ``(B_P, B_Q)`` used.
+    block_noise_std_ : dict
+        Noise std of the released entries of each noisy block, in units
+        where the target is mapped to [-1, 1] (see Notes): ``"QP"``,
+        ``"QQ"`` (its diagonal; off-diagonal entries / √2), ``"Qy"``,
+        ``"Py"``; only the blocks that were noised.
+    noise_scale_ : float
+        τ, the expected spectral norm of the noise in ``X~ᵀX~`` (public); the
+        eigenvalues of the noisy system below it were raised to it.
+    n_eigenvalues_raised_ : int
+        How many eigenvalues were raised (post-processing of the release).
+
+    Notes
+    -----
+    Privacy: unit = the private columns of one record (and its target
+    unless ``label_public``), feature DP relative to the public part Ψ(x)
+    (FDP paper, Def. 5 for ``neighboring="replace"``, Def. 6 for
+    ``"add_remove"``). One Gaussian release (``dp_event_`` is
+    ``dpsgd_event(σ, 1, 1)``, one Gaussian of noise multiplier σ) of the
+    stacked, weighted blocks; block sensitivities (``B_Q``, ``B_P`` the
+    row-norm bounds, ``P = sqrt(B_P² + 1)`` with the intercept, the target
+    mapped to [-1, 1]): ``X_QᵀX~_P``: ``B_Q P``; ``X_QᵀX_Q`` (upper
+    triangle, off-diagonal × √2): ``B_Q²``; ``X_Qᵀy``: ``B_Q``; ``X~_Pᵀy``:
+    ``P``; under replacement twice these, but ``√2 B_Q²`` for ``X_QᵀX_Q``.
+    The block weights minimise the total noise variance of the released
+    system (``w_k² ∝ sqrt(m_k) / c_k``) and are scaled so that the stacked
+    vector's sensitivity is 1 (add/remove) or 2 (replace; the accounting's
+    convention). Positive definiteness: eigenvalues of the noisy
+    ``X~ᵀX~ + α D`` below ``noise_scale_`` are raised to it (a rule from σ
+    and the shapes only). ``yᵀy`` is not needed and not released. NOT
+    protected: the public columns, the target when ``label_public=True``,
+    ``n``, and the number of targets outside ``y_bounds`` (warned about to
+    whoever runs ``fit``, not stored). Feature DP does not hide whether a
+    record is in the data.
+
+    See Also
+    --------
+    FeatureDPLogisticRegression : The classifier with the same feature specs.
+
+    References
+    ----------
+    Mahloujifar, Guo et al., "Machine Learning with Privacy for Protected
+    Attributes" (Def. 5/6). Sufficient-statistic perturbation for linear
+    regression: Wang, "Revisiting differentially private linear
+    regression", NeurIPS 2018; Sheffet, "Differentially private ordinary
+    least squares", ICML 2017.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_fdp import FeatureDPLinearRegression
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0, 0.5, size=(5000, 4))
+    >>> y = X @ [1.0, -2.0, 0.5, 3.0] + 0.1 * rng.standard_normal(5000)
+    >>> reg = FeatureDPLinearRegression(private_features=[0, 1], y_bounds=(-3, 3),
+    ...                                 epsilon=1.0, random_state=0).fit(X, y)
+    >>> reg.private_features_.tolist(), bool(reg.epsilon_ <= 1.0)
+    ([0, 1], True)
+    """
+
+    _parameter_constraints: dict = {
+        "public_features": "no_validation",
+        "private_features": "no_validation",
+        "label_public": ["boolean"],
+        "y_bounds": "no_validation",
+        "row_norm_bounds": "no_validation",
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "fit_intercept": ["boolean"],
+        "epsilon": [Interval(Real, 0, None, closed="neither"), None],
+        "delta": DELTA_CONSTRAINT,
+        "noise_multiplier": [Interval(Real, 0, None, closed="neither"), None],
+        "accountant": [StrOptions({*accounting.ACCOUNTANTS, "auto"})],
+        "neighboring": NEIGHBORING_CONSTRAINT,
+        "random_state": ["random_state"],
+        "noise": [StrOptions(set(NOISE_OPTIONS))],
+    }
+
+    def __init__(
+        self,
+        *,
+        public_features: FeatureSpec = None,
+        private_features: FeatureSpec = None,
+        label_public: bool = False,
+        y_bounds: tuple[float, float] | None = None,
+        row_norm_bounds: float | tuple[float, float] = 1.0,
+        alpha: float = 1.0,
+        fit_intercept: bool = True,
+        epsilon: float | None = 1.0,
+        delta: float = 1e-5,
+        noise_multiplier: float | None = None,
+        accountant: Literal["auto", "pld", "rdp"] = "auto",
+        neighboring: Literal["add_remove", "replace"] = "add_remove",
+        random_state: RandomStateLike = None,
+        noise: Literal["default", "secure"] = "default",
+    ) -> None:
+        self.public_features = public_features
+        self.private_features = private_features
+        self.label_public = label_public
+        self.y_bounds = y_bounds
+        self.row_norm_bounds = row_norm_bounds
+        self.alpha = alpha
+        self.fit_intercept = fit_intercept
+        self.epsilon = epsilon
+        self.delta = delta
+        self.noise_multiplier = noise_multiplier
+        self.accountant = accountant
+        self.neighboring = neighboring
+        self.random_state = random_state
+        self.noise = noise
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
+    def fit(self, X: MatrixLike, y: ArrayLike, feature_names: ArrayLike | None = None) -> Self:
+        """Release the protected blocks of the normal equations once and solve them.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data; each row's public and protected columns are
+            clipped to ``row_norm_bounds``.
+        y : array-like of shape (n_samples,)
+            Target values; clipped to ``y_bounds``.
+        feature_names : sequence of str or None, default=None
+            Names of X's columns, used only to resolve column names in
+            ``public_features``/``private_features`` when X has none
+            (:func:`sklearn_fdp.pipeline.make_private_pipeline` passes them).
+
+        Returns
+        -------
+        self : FeatureDPLinearRegression
+        """
+        name = type(self).__name__
+        check_label_in_spec(self, X, y)
+        X, y = validate_numeric_data(self, X, y, accept_sparse="csr",
+                                     dtype=[np.float64, np.float32], order="C", y_numeric=True)
+        check_row_norms_finite(X, name)
+        n_samples, n_features = X.shape
+        check_delta_vs_n(self.delta, n_samples, name)
+        names = spec_feature_names(self, n_features, feature_names)
+        plan = self.privacy_plan(n_samples, n_features, feature_names=names)
+        layout, y_bounds = plan.details["layout"], plan.details["y_bounds"]
+        (noise_rng,) = spawn_generators(self.random_state, 1, noise=self.noise)
+        system, n_clipped = release_linear_statistics(X, y, layout, y_bounds,
+                                                      plan.noise_multiplier, noise_rng)
+        if n_clipped:
+            warnings.warn(
+                f"{n_clipped} of {n_samples} targets of {name} lay outside y_bounds="
+                f"{self.y_bounds!r} and were clipped to it. If the bounds are too narrow, "
+                "widen them from public knowledge (never from these data). This count is "
+                "computed from the targets and shown to you only; it is not stored in the "
+                "model.", FdpWarning, stacklevel=2)
+        theta, n_raised = solve_noisy_ridge(system, self.alpha, self.fit_intercept)
+        centre, half = target_map(y_bounds, self.fit_intercept)
+        theta = theta * half
+        self.coef_ = theta[:n_features].astype(X.dtype)
+        self.intercept_ = float(theta[n_features] + centre) if self.fit_intercept else 0.0
+        self.feature_names_ = names
+        self.public_mask_ = plan.details["public_mask"]
+        self.public_features_ = np.flatnonzero(self.public_mask_)
+        self.private_features_ = np.flatnonzero(~self.public_mask_)
+        self.label_public_ = bool(self.label_public)
+        self.row_norm_bounds_ = (layout.public_bound, layout.private_bound)
+        self.block_noise_std_ = dict(plan.details["block_noise_std"])
+        self.noise_scale_ = float(system.noise_scale)
+        self.n_eigenvalues_raised_ = n_raised
+        self.noise_multiplier_ = plan.noise_multiplier
+        self.dp_event_ = plan.dp_event
+        self.epsilon_ = plan.epsilon
+        self.delta_ = float(self.delta)
+        self.accountant_ = plan.accountant
+        self.privacy_plan_ = plan
+        return self
+
+    def privacy_plan(self, n_samples: int, n_features: int, *,
+                     feature_names: ArrayLike | None = None) -> PrivacyPlan:
+        """What a fit on ``n_samples`` × ``n_features`` data spends and protects.
+
+        Computed from public quantities only (the shape, the column names
+        and the parameters). Its ``details`` hold the ``public_mask``, the
+        checked ``y_bounds``, the release's ``layout`` (block sizes,
+        sensitivities and weights) and ``block_noise_std``.
+
+        Parameters
+        ----------
+        n_samples : int
+            Number of training rows.
+        n_features : int
+            Number of input columns.
+        feature_names : array-like of str or None, default=None
+            Column names, to resolve names in the feature specs and to name
+            the protected columns (else ``"x<i>"``).
+
+        Returns
+        -------
+        plan : PrivacyPlan
+        """
+        name = type(self).__name__
+        if self.epsilon is None and self.noise_multiplier is None:
+            raise ValueError(
+                f"{name}: give `epsilon` (the budget; σ is calibrated to it) or "
+                "`noise_multiplier` (ε is then computed); both are None.")
+        y_bounds = _check_y_bounds(self)
+        public_mask = resolve_feature_spec(self.public_features, self.private_features,
+                                           n_features, feature_names, name,
+                                           label_public=self.label_public)
+        n_private = int((~public_mask).sum())
+        b_p, b_q = _check_row_norm_bounds(self, n_features - n_private, n_private)
+        layout = statistic_layout(public_mask, fit_intercept=self.fit_intercept,
+                                  label_public=self.label_public, public_bound=b_p,
+                                  private_bound=b_q, neighboring=self.neighboring)
+        # One Gaussian release: a DP-SGD step at sampling rate 1.
+        schedule = DPSGDSchedule(batch_size=n_samples, sampling_rate=1.0, steps=1)
+        sigma, event, spent, accountant = calibrate_dpsgd(self, 1.0, 1)
+        private = np.flatnonzero(~public_mask)
+        protected = ([f"x{int(i)}" for i in private] if feature_names is None
+                     else [str(feature_names[int(i)]) for i in private])
+        details = dict(public_mask=public_mask, y_bounds=y_bounds, layout=layout,
+                       block_noise_std={k: sigma / w for k, w in layout.weights.items()})
+        return feature_plan(event, spent, float(self.delta), accountant, protected,
+                            not self.label_public, protected_columns=private,
+                            noise_multiplier=sigma, schedule=schedule, details=details)
+
+    def predict(self, X: MatrixLike) -> np.ndarray:
+        """Predict with the released linear model.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", reset=False,
+                          dtype=[np.float64, np.float32])
+        return np.asarray(safe_sparse_dot(X, self.coef_.astype(X.dtype, copy=False))) \
+            + self.intercept_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        # A private model is noisier than its non-private twin by design.
+        tags.regressor_tags.poor_score = True
+        # noise="secure" draws from the OS CSPRNG: random_state does not fix the fit.
+        tags.non_deterministic = self.noise == "secure"
+        return tags
