@@ -39,6 +39,7 @@ __all__ = [
     "Interval",
     "LinearClassifierMixin",
     "StrOptions",
+    "_assert_all_finite",
     "_check_method_params",
     "_fit_context",
     "_routing_enabled",

@@ -8,6 +8,7 @@ from sklearn_fdp import (
     BoundedScaler,
     DPSGDClassifier,
     DPSGDFClassifier,
+    DPSGDRegressor,
     FeatureDPLinearRegression,
     FeatureDPLogisticRegression,
     PrivateMeanCenterer,
@@ -35,6 +36,10 @@ ESTIMATORS = [
     # switches must be off); σ = 1 keeps the number of steps small.
     AdaMixClassifier(epsilon=50.0, delta=1e-9, noise_multiplier=1.0, projection=False,
                      adaptive_clipping=False, random_state=0),
+    # y_bounds wide enough for every check's target (a target outside would
+    # warn, and the FdpWarning is an error in the tests).
+    DPSGDRegressor(y_bounds=(-1e4, 1e4), epsilon=50.0, delta=1e-9, epochs=5, accountant="rdp",
+                   random_state=0),
     # The search takes its sparse tag from its estimator (issue 22 item 6).
     PrivateRandomizedSearchCV(
         DPSGDClassifier(epsilon=50.0, delta=1e-9, epochs=5, accountant="rdp"),

@@ -32,6 +32,7 @@ from sklearn_fdp import (
     AdaMixClassifier,
     DPSGDClassifier,
     DPSGDFClassifier,
+    DPSGDRegressor,
     FeatureDPLogisticRegression,
     PrivateMeanCenterer,
 )
@@ -63,6 +64,9 @@ def _make(name):
     if name == "AdaMixClassifier":
         return AdaMixClassifier(epsilon=20.0, delta=1e-6, noise_multiplier=2.0,
                                 projection=False, adaptive_clipping=False, random_state=0)
+    if name == "DPSGDRegressor":  # regression on the 0/1 target
+        return DPSGDRegressor(y_bounds=(0.0, 1.0), epsilon=20.0, delta=1e-6, epochs=2,
+                              accountant="rdp", random_state=0)
     if name == "PrivateMeanCenterer":
         return PrivateMeanCenterer(epsilon=5.0, delta=1e-6, random_state=0)
     if name == "MLPFeatureDP":
@@ -82,6 +86,7 @@ NAMES = [
     "FeatureDPLogisticRegression",
     "DPSGDFClassifier",
     "AdaMixClassifier",
+    "DPSGDRegressor",
     "PrivateMeanCenterer",
     pytest.param("MLPFeatureDP", marks=pytest.mark.skipif(torch is None,
                                                           reason="MLPFeatureDP needs torch")),

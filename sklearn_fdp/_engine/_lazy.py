@@ -221,13 +221,15 @@ def run_lazy_sparse(theta0, oracle, n_samples, config, *, sample_rng, noise_rng,
                         batch_ptr, oracle.y_kernel, S, k, dim, intercept, intercept_v,
                         intercept_sum, oracle.code, oracle.x_norm_sq, oracle.max_grad_norm, t, f,
                         eta, normaliser, cfg.momentum, cfg.l2_regularization, c_noise,
-                        noise_std, same, Phi, Sig, F, rank, normals.fresh(need), 0, residuals)
+                        noise_std, same, Phi, Sig, F, rank, normals.fresh(need), 0, residuals,
+                        oracle.loss_param)
                 else:
                     used = lazy_steps(
                         indptr, X.indices, X.data, np.concatenate(batches).astype(np.intp),
                         batch_ptr, oracle.y_kernel, S, k, intercept, intercept_sum, oracle.code,
                         oracle.x_norm_sq, oracle.max_grad_norm, t, f, step_scale, noise_std,
-                        q0, q1, q2, tail, normals.fresh(need), 0, residuals, sd, slope, resid_sd)
+                        q0, q1, q2, tail, normals.fresh(need), 0, residuals, sd, slope, resid_sd,
+                        oracle.loss_param)
                 normals.advance(used)
                 t += len(batches)
             # Flush: every coordinate's pending noise up to the block's end.

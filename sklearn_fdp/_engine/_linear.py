@@ -33,6 +33,8 @@ import scipy.sparse as sp
 from scipy.special import expit, softmax
 
 from .._kernels import (
+    RESIDUAL_MAX,
+    SQRT_TINY,
     clip_residuals,
     csr_clipped_sum,
     dense_clipped_sum,
@@ -56,29 +58,50 @@ from .._validation import canonical_csr
 FUSED_MIN_GATHER_BYTES = 64 * 2**20
 
 LOSSES = ("log_loss", "hinge")
+# sklearn's SGDRegressor names; one output column, the target a real number.
+REGRESSION_LOSSES = ("squared_error", "huber", "epsilon_insensitive")
 
 
 class LinearLoss:
-    """Residual of a linear model's loss, for binary and multiclass problems.
+    """Residual of a linear model's loss, for classification and regression.
 
     Parameters
     ----------
-    loss : {"log_loss", "hinge"}
+    loss : {"log_loss", "hinge", "squared_error", "huber", "epsilon_insensitive"}
         ``"log_loss"``: logistic (k = 1) or multinomial softmax (k > 1).
         ``"hinge"``: ``max(0, 1 - y z)`` with ``y`` in {-1, +1} (k = 1), or
-        the Crammer–Singer multiclass hinge (k > 1).
+        the Crammer–Singer multiclass hinge (k > 1). Regression (k = 1, the
+        target ``y`` a real number): ``"squared_error"`` ``½ (z − y)²``
+        (residual ``z − y``), ``"huber"`` (residual ``clip(z − y, −ε, ε)``),
+        ``"epsilon_insensitive"`` ``max(0, |z − y| − ε)`` (residual
+        ``sign(z − y) 1[|z − y| > ε]``).
     n_outputs : int
-        Number of columns ``k`` of the parameter matrix (1 for binary).
+        Number of columns ``k`` of the parameter matrix (1 for binary and
+        for regression).
+    margin : float, default=0.0
+        ε of ``"huber"`` and ``"epsilon_insensitive"``, in the units of the
+        target the oracle sees; ignored by the other losses.
     """
 
-    def __init__(self, loss, n_outputs):
-        if loss not in LOSSES:
-            raise ValueError(f"Unknown loss {loss!r}; use one of {LOSSES}.")
+    def __init__(self, loss, n_outputs, margin=0.0):
+        if loss not in LOSSES + REGRESSION_LOSSES:
+            raise ValueError(f"Unknown loss {loss!r}; use one of {LOSSES + REGRESSION_LOSSES}.")
+        if loss in REGRESSION_LOSSES and int(n_outputs) != 1:
+            raise ValueError(f"The regression loss {loss!r} has one output column, "
+                             f"got n_outputs={n_outputs}.")
         self.loss = loss
         self.n_outputs = int(n_outputs)
+        self.margin = float(margin)
+
+    @property
+    def is_regression(self):
+        """Whether the loss is a regression loss (a real target, one column)."""
+        return self.loss in REGRESSION_LOSSES
 
     def encode(self, y_index):
-        """Targets as the loss needs them from class indices 0..K-1."""
+        """Targets as the loss needs them: from class indices 0..K-1, or a regression target."""
+        if self.is_regression:
+            return np.asarray(y_index, dtype=np.float64)
         y_index = np.asarray(y_index, dtype=np.intp)
         if self.n_outputs == 1:
             y = y_index.astype(np.float64)
@@ -86,7 +109,22 @@ class LinearLoss:
         return y_index
 
     def residual(self, Z, y):
-        """Residual ``r_i`` (so that ``g_i = x~_i r_i^T``), shape (m, k)."""
+        """Residual ``r_i`` (so that ``g_i = x~_i r_i^T``), shape (m, k).
+
+        The regression residuals are those of the kernels (``residual_row``):
+        entries below ``SQRT_TINY`` are zeros, beyond ``RESIDUAL_MAX`` that value.
+        """
+        if self.is_regression:
+            diff = Z[:, 0].astype(np.float64) - y
+            eps = self.margin
+            if self.loss == "squared_error":
+                r = diff
+            elif self.loss == "huber":
+                r = np.clip(diff, -eps, eps)
+            else:
+                r = np.where(diff > eps, 1.0, np.where(diff < -eps, -1.0, 0.0))
+            r = np.where(np.abs(r) < SQRT_TINY, 0.0, np.clip(r, -RESIDUAL_MAX, RESIDUAL_MAX))
+            return r[:, None].astype(Z.dtype, copy=False)
         if self.n_outputs == 1:
             z = Z[:, 0]
             if self.loss == "log_loss":
@@ -146,6 +184,7 @@ class LinearGradientOracle:
         # ||x~_i||^2 depends on the data only; computed once.
         self.x_norm_sq = squared_row_norms(X) + (1.0 if fit_intercept else 0.0)
         self.code = loss_code(loss.loss, loss.n_outputs)
+        self.loss_param = float(getattr(loss, "margin", 0.0))  # Huber / ε-insensitive ε
         self.y_kernel = np.asarray(y, dtype=np.float64)  # one target type for the kernels
         # "csr", or "dense" with the BLAS / fused choice made per batch
         # (forced by setting ``path`` to "blas" or "fused", e.g. in tests).
@@ -160,7 +199,8 @@ class LinearGradientOracle:
         if self.path == "csr":
             X = self.X
             csr_clipped_sum(X.indptr, X.indices, X.data, idx, self.y_kernel, theta, self.code,
-                            self.fit_intercept, self.x_norm_sq, self.max_grad_norm, out)
+                            self.fit_intercept, self.x_norm_sq, self.max_grad_norm, out,
+                            self.loss_param)
             return out
         path = _dense_path(len(idx), self.X) if self.path == "dense" else self.path
         if path == "fused":
@@ -170,7 +210,7 @@ class LinearGradientOracle:
             for rows, local, sel in addressable_rows(self.X, idx, FUSED_MIN_GATHER_BYTES // 4):
                 dense_clipped_sum(rows, local, self.y_kernel[sel], theta, self.code,
                                   self.fit_intercept, self.x_norm_sq[sel], self.max_grad_norm,
-                                  out)
+                                  out, self.loss_param)
         else:
             d = self.n_features
             Xb = take_rows(self.X, idx)
@@ -178,7 +218,7 @@ class LinearGradientOracle:
             if self.fit_intercept:
                 Z += theta[d]
             clip_residuals(Z, self.y_kernel[idx], self.code, self.x_norm_sq[idx],
-                           self.max_grad_norm, theta.shape[0])
+                           self.max_grad_norm, theta.shape[0], self.loss_param)
             np.matmul(Xb.T, Z, out=out[:d])
             if self.fit_intercept:
                 Z.sum(axis=0, out=out[d])

@@ -16,9 +16,11 @@ Rules for every kernel here:
   process does not recompile;
 * inputs are read, never written, except the ``out`` arguments.
 
-Loss codes (``loss_code``): see :data:`BINARY_LOG` ... :data:`MULTI_HINGE`.
+Loss codes (``loss_code``): see :data:`BINARY_LOG` ... :data:`EPSILON_INSENSITIVE`.
 Targets ``y`` are float64: 0/1 for the binary log loss, ±1 for the binary
-hinge, the class index for the multiclass losses.
+hinge, the class index for the multiclass losses, the target value for the
+regression losses (one output column). ``loss_param`` is the margin ε of
+the Huber and epsilon-insensitive losses (ignored by the others).
 """
 
 import math
@@ -32,15 +34,27 @@ BINARY_LOG = 0  #: logistic loss, one output column
 MULTI_LOG = 1  #: multinomial (softmax) log loss, k columns
 BINARY_HINGE = 2  #: max(0, 1 - y z), y in {-1, +1}
 MULTI_HINGE = 3  #: Crammer–Singer multiclass hinge
+SQUARED = 4  #: squared error ½ (z − y)², residual z − y
+HUBER = 5  #: Huber with margin ε, residual clip(z − y, −ε, ε)
+EPSILON_INSENSITIVE = 6  #: max(0, |z − y| − ε), residual sign(z − y) 1[|z − y| > ε]
+
+REGRESSION_CODES = {"squared_error": SQUARED, "huber": HUBER,
+                    "epsilon_insensitive": EPSILON_INSENSITIVE}
 
 
 def loss_code(loss, n_outputs):
-    """Kernel loss code of a loss name (``"log_loss"``, ``"hinge"``) and ``k``."""
+    """Kernel loss code of a loss name and ``k`` (the regression losses need ``k = 1``)."""
     if loss == "log_loss":
         return BINARY_LOG if n_outputs == 1 else MULTI_LOG
     if loss == "hinge":
         return BINARY_HINGE if n_outputs == 1 else MULTI_HINGE
-    raise ValueError(f"Unknown loss {loss!r}; use 'log_loss' or 'hinge'.")
+    if loss in REGRESSION_CODES:
+        if n_outputs != 1:
+            raise ValueError(f"The regression loss {loss!r} has one output column, "
+                             f"got n_outputs={n_outputs}.")
+        return REGRESSION_CODES[loss]
+    raise ValueError(f"Unknown loss {loss!r}; use 'log_loss', 'hinge' or one of "
+                     f"{sorted(REGRESSION_CODES)}.")
 
 
 # Subnormal floats (below the smallest normal, TINY) make every operation on
@@ -55,6 +69,11 @@ def loss_code(loss, n_outputs):
 TINY = float(np.finfo(np.float64).tiny)
 SQRT_TINY = 1.49e-154  # r² < TINY below (sqrt(TINY) = 1.4917e-154)
 EXP_UNDERFLOW = -708.5  # exp(x) < TINY below (log(TINY) = -708.396)
+# The regression residuals are unbounded (z − y): one beyond this is set to
+# ±RESIDUAL_MAX, so that its square stays finite (a smaller residual in the
+# same direction: a shorter per-example gradient, which the clip bound
+# allows). Only a diverging run or an absurd target reaches it.
+RESIDUAL_MAX = 1e150
 
 
 @njit(cache=True, inline="always")
@@ -68,14 +87,39 @@ def _sigmoid(z):
     return e / (1.0 + e)
 
 
+@njit(cache=True, inline="always")
+def _regression_residual(z0, yi, code, loss_param):
+    """Residual of one row of a regression loss (code ``SQUARED`` .. ``EPSILON_INSENSITIVE``)."""
+    diff = z0 - yi
+    if code == SQUARED:
+        r0 = diff
+    elif code == HUBER:
+        r0 = loss_param if diff > loss_param else (-loss_param if diff < -loss_param else diff)
+    else:  # epsilon-insensitive
+        r0 = 1.0 if diff > loss_param else (-1.0 if diff < -loss_param else 0.0)
+    if abs(r0) < SQRT_TINY:
+        return 0.0  # (NaN is not below: it stays NaN)
+    if r0 > RESIDUAL_MAX:
+        return RESIDUAL_MAX
+    if r0 < -RESIDUAL_MAX:
+        return -RESIDUAL_MAX
+    return r0
+
+
 @njit(cache=True)
-def residual_row(z, yi, code, r):
+def residual_row(z, yi, code, r, loss_param=0.0):
     """Residual ``r`` (length k) of one row from its decision values ``z``.
 
-    Returns ``‖r‖²``. Log-loss entries whose square would be subnormal
-    (``|r_c| < SQRT_TINY``) are exact zeros (see ``TINY`` above).
+    Returns ``‖r‖²``. Log-loss and regression entries whose square would be
+    subnormal (``|r_c| < SQRT_TINY``) are exact zeros (see ``TINY`` above);
+    regression residuals beyond ``RESIDUAL_MAX`` are set to it.
+    ``loss_param``: the margin ε of ``HUBER`` and ``EPSILON_INSENSITIVE``.
     """
     k = z.shape[0]
+    if code >= SQUARED:
+        r0 = _regression_residual(z[0], yi, code, loss_param)
+        r[0] = r0
+        return r0 * r0
     if code == BINARY_LOG:
         r0 = _sigmoid(z[0]) - yi
         if abs(r0) < SQRT_TINY:
@@ -168,13 +212,13 @@ def _clip_factor(norm_sq, target):
 
 
 @njit(cache=True, inline="always")
-def _clipped_residual_row(z, yi, code, x_norm_sq_i, target, r):
+def _clipped_residual_row(z, yi, code, x_norm_sq_i, target, r, loss_param=0.0):
     """``r = c r(z)``, the clipped residual of one row; False when it is zero.
 
     ``c = min(1, target / (‖x~‖ ‖r‖))`` with ``x_norm_sq_i = ‖x~‖²`` and
     ``target`` from :func:`_clip_target`.
     """
-    rsq = residual_row(z, yi, code, r)
+    rsq = residual_row(z, yi, code, r, loss_param)
     if rsq == 0.0:
         return False
     s = _clip_factor(x_norm_sq_i * rsq, target)
@@ -186,7 +230,7 @@ def _clipped_residual_row(z, yi, code, x_norm_sq_i, target, r):
 
 
 @njit(cache=True)
-def clip_residuals(Z, y, code, x_norm_sq, clip, n_rows=0):
+def clip_residuals(Z, y, code, x_norm_sq, clip, n_rows=0, loss_param=0.0):
     """Turn decision values ``Z`` (m × k) into clipped residuals, in place.
 
     Row ``i`` becomes ``c_i r_i`` with ``c_i = min(1, clip / (‖x~_i‖ ‖r_i‖))``
@@ -203,13 +247,14 @@ def clip_residuals(Z, y, code, x_norm_sq, clip, n_rows=0):
     for i in range(m):
         for c in range(k):
             z[c] = Z[i, c]
-        _clipped_residual_row(z, y[i], code, x_norm_sq[i], clip, r)
+        _clipped_residual_row(z, y[i], code, x_norm_sq[i], clip, r, loss_param)
         for c in range(k):
             Z[i, c] = 0.0 if abs(r[c]) < tiny else r[c]
 
 
 @njit(cache=True)
-def dense_clipped_sum(X, idx, y, theta, code, fit_intercept, x_norm_sq, clip, out):
+def dense_clipped_sum(X, idx, y, theta, code, fit_intercept, x_norm_sq, clip, out,
+                      loss_param=0.0):
     """Add ``Σ_{i ∈ idx} clip(x~_i r_iᵀ)`` to ``out`` for dense ``X``, fused.
 
     ``theta`` is ``(d + fit_intercept) × k``, its last row the intercept.
@@ -236,7 +281,7 @@ def dense_clipped_sum(X, idx, y, theta, code, fit_intercept, x_norm_sq, clip, ou
                 if xij != 0.0:
                     for c in range(k):
                         z[c] += xij * theta[j, c]
-        if not _clipped_residual_row(z, y[i], code, x_norm_sq[i], clip, r):
+        if not _clipped_residual_row(z, y[i], code, x_norm_sq[i], clip, r, loss_param):
             continue
         if k == 1:
             r0 = r[0]
@@ -255,7 +300,7 @@ def dense_clipped_sum(X, idx, y, theta, code, fit_intercept, x_norm_sq, clip, ou
 
 @njit(cache=True)
 def csr_clipped_sum(indptr, indices, data, idx, y, theta, code, fit_intercept, x_norm_sq,
-                    clip, out):
+                    clip, out, loss_param=0.0):
     """:func:`dense_clipped_sum` for a CSR matrix given by its three arrays."""
     d = theta.shape[0] - (1 if fit_intercept else 0)
     k = theta.shape[1]
@@ -271,7 +316,7 @@ def csr_clipped_sum(indptr, indices, data, idx, y, theta, code, fit_intercept, x
             v = data[p]
             for c in range(k):
                 z[c] += v * theta[j, c]
-        if not _clipped_residual_row(z, y[i], code, x_norm_sq[i], clip, r):
+        if not _clipped_residual_row(z, y[i], code, x_norm_sq[i], clip, r, loss_param):
             continue
         for p in range(indptr[i], indptr[i + 1]):
             j = indices[p]

@@ -221,7 +221,7 @@ def flush_momentum(S, k, dim, b, Phi, F, rank, normals):
 
 @njit(cache=True)
 def lazy_momentum_residuals(indptr, indices, data, idx, y, S, k, dim, intercept, code, x_norm_sq,
-                            clip, t, Phi, F, rank, normals, used, out):
+                            clip, t, Phi, F, rank, normals, used, out, loss_param=0.0):
     """Clipped residuals ``c_i r_i`` of the CSR rows ``idx`` at step ``t``, lazily.
 
     As :func:`~sklearn_fdp._kernels._sparse.lazy_clipped_residuals`, with the
@@ -241,7 +241,7 @@ def lazy_momentum_residuals(indptr, indices, data, idx, y, S, k, dim, intercept,
             v = data[p]
             for c in range(k):
                 z[c] += v * S[j, c]
-        _clipped_residual_row(z, y[i], code, x_norm_sq[i], clip, r)
+        _clipped_residual_row(z, y[i], code, x_norm_sq[i], clip, r, loss_param)
         for c in range(k):
             out[ii, c] = r[c]
     return used
@@ -251,7 +251,7 @@ def lazy_momentum_residuals(indptr, indices, data, idx, y, S, k, dim, intercept,
 def lazy_momentum_steps(indptr, indices, data, batches, batch_ptr, y, S, k, dim, intercept,
                         intercept_v, intercept_sum, code, x_norm_sq, clip, t_first, block_start,
                         eta, normaliser, momentum, l2, c, noise_std, same, Phi, Sig, F, rank,
-                        normals, used, R):
+                        normals, used, R, loss_param=0.0):
     """Run the steps ``t_first ..`` of one block with momentum / weight decay.
 
     Per step: the tables advanced to ``t``, the clipped residuals, the
@@ -273,7 +273,8 @@ def lazy_momentum_steps(indptr, indices, data, batches, batch_ptr, y, S, k, dim,
         m = idx.shape[0]
         Rm = R[:m]
         used = lazy_momentum_residuals(indptr, indices, data, idx, y, S, k, dim, intercept, code,
-                                       x_norm_sq, clip, t, Phi, F, rank, normals, used, Rm)
+                                       x_norm_sq, clip, t, Phi, F, rank, normals, used, Rm,
+                                       loss_param)
         for ii in range(m):
             i = idx[ii]
             for p in range(indptr[i], indptr[i + 1]):

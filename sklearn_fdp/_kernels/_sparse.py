@@ -216,7 +216,8 @@ def _prefetch_ahead(indptr, indices, data, S, idx, ii):
 
 @njit(cache=True)
 def lazy_clipped_residuals(indptr, indices, data, idx, y, S, k, intercept, code, x_norm_sq,
-                           clip, t, block_start, sd, slope, resid_sd, tail, normals, used, out):
+                           clip, t, block_start, sd, slope, resid_sd, tail, normals, used, out,
+                           loss_param=0.0):
     """Clipped residuals ``c_i r_i`` of the CSR rows ``idx`` at step ``t``, lazily.
 
     One pass over the batch's non-zeros: each coordinate is caught up to
@@ -242,7 +243,7 @@ def lazy_clipped_residuals(indptr, indices, data, idx, y, S, k, intercept, code,
                 used = _catch_up_1(S, j, t, block_start, sd, slope, resid_sd, tail, normals, used)
                 z0 += data[p] * S[j, 0]
             z[0] = z0
-            _clipped_residual_row(z, y[i], code, x_norm_sq[i], clip, r)
+            _clipped_residual_row(z, y[i], code, x_norm_sq[i], clip, r, loss_param)
             out[ii, 0] = r[0]
         return used
     for ii in range(idx.shape[0]):
@@ -255,7 +256,7 @@ def lazy_clipped_residuals(indptr, indices, data, idx, y, S, k, intercept, code,
             v = data[p]
             for c in range(k):
                 z[c] += v * S[j, c]
-        _clipped_residual_row(z, y[i], code, x_norm_sq[i], clip, r)
+        _clipped_residual_row(z, y[i], code, x_norm_sq[i], clip, r, loss_param)
         for c in range(k):
             out[ii, c] = r[c]
     return used
@@ -287,7 +288,7 @@ def csr_scatter_add(indptr, indices, data, idx, R, scale, theta):
 @njit(cache=True)
 def lazy_steps(indptr, indices, data, batches, batch_ptr, y, S, k, intercept, intercept_sum,
                code, x_norm_sq, clip, t_first, block_start, step_scale, noise_std, q0, q1, q2,
-               tail, normals, used, R, sd, slope, resid_sd):
+               tail, normals, used, R, sd, slope, resid_sd, loss_param=0.0):
     """Run the steps ``t_first ..`` of one block; the batch of step ``t_first + s`` is
     ``batches[batch_ptr[s]:batch_ptr[s + 1]]``.
 
@@ -307,7 +308,7 @@ def lazy_steps(indptr, indices, data, batches, batch_ptr, y, S, k, intercept, in
         catch_up_tables(t, block_start, q0, q1, q2, tail, sd, slope, resid_sd)
         used = lazy_clipped_residuals(indptr, indices, data, idx, y, S, k, intercept, code,
                                       x_norm_sq, clip, t, block_start, sd, slope, resid_sd, tail,
-                                      normals, used, Rm)
+                                      normals, used, Rm, loss_param)
         csr_scatter_add(indptr, indices, data, idx, Rm, step_scale[t], S)
         if intercept.shape[0]:
             for c in range(k):

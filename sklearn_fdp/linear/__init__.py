@@ -1,4 +1,4 @@
-"""Private linear models."""
+"""Private linear classifiers and regressors."""
 
 import importlib
 
@@ -11,6 +11,7 @@ _LAZY = {
     "DPSGDFClassifier": "._dpsgdf",
     "FeatureDPLogisticRegression": "._feature_dp_logistic",
     "FeatureDPLinearRegression": "._feature_dp_linear",
+    "DPSGDRegressor": "._dpsgd_regressor",
 }
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "DPSGDFClassifier",
     "FeatureDPLogisticRegression",
     "FeatureDPLinearRegression",
+    "DPSGDRegressor",
 ]
 
 

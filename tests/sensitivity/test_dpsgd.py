@@ -77,7 +77,8 @@ def lazy_step_sum(oracle, theta):
     lazy_steps(X.indptr, X.indices, X.data, np.arange(n, dtype=np.intp),
                np.array([0, n], dtype=np.intp), oracle.y_kernel, S, k, intercept, np.zeros(k),
                oracle.code, oracle.x_norm_sq, oracle.max_grad_norm, 0, 0, np.array([-1.0]),
-               0.0, zeros, zeros, zeros, False, np.zeros(2 * k), 0, R, *scratch)
+               0.0, zeros, zeros, zeros, False, np.zeros(2 * k), 0, R, *scratch,
+               oracle.loss_param)
     out = np.zeros((theta.shape[0], k))
     csr_scatter_add(X.indptr, X.indices, X.data, np.arange(n, dtype=np.intp), R[:n], 1.0, out)
     if oracle.fit_intercept:
