@@ -53,12 +53,16 @@ The weights minimise the total noise variance of the released system
 (Cauchy–Schwarz), the same as splitting the budget across blocks
 optimally.
 
-Solving. The noisy system is made positive definite by a rule that reads no
-private value: its eigenvalues below ``τ``, the expected spectral norm of the
-noise matrix (``s_QP (√d_Q + √(d_P + 1)) + 2 s_QQ √d_Q`` for the noise stds
-``s`` of the two noisy blocks of ``G``; Gordon's bound for Gaussian
-matrices), are raised to ``τ`` (at least ``1e-12 max(1, |λ|_max)``, so the
-solution is always finite). Post-processing.
+Solving (post-processing; :func:`solve_noisy_ridge`). Noise scales from σ
+and the shapes only: ``τ``, the expected spectral norm of the noise of
+``G`` (``s_QP (√d_Q + √(d_P + 1)) + 2 s_QQ √d_Q`` for the noise stds ``s``
+of its two noisy blocks; Gordon's bound for Gaussian matrices), and ``τ_b``,
+the expected norm of the noise of ``X~_Pᵀy``. Every inverse raises the
+eigenvalues below its noise scale to it (at least ``1e-12 max(1,
+|λ|_max)``), so the solution is always finite. ``solver="residual"`` (the
+default) fits the public model, then the protected columns to its residual,
+each step with ``τ`` (``τ_b``) added to the ridge; ``"joint"`` solves the
+whole noisy system (Ridge on the clipped data when the noise vanishes).
 """
 
 import math
@@ -249,6 +253,7 @@ class NoisySystem(NamedTuple):
     G: np.ndarray  # (d + fit_intercept) × (d + fit_intercept), symmetric; columns as X, intercept last
     b: np.ndarray
     noise_scale: float  # τ: the expected spectral norm of G's noise (public)
+    target_noise_std: float  # noise std of X~_Pᵀy's entries (0 when exact)
 
 
 def noise_stds(layout, noise_multiplier):
@@ -297,32 +302,82 @@ def release_linear_statistics(X, y, layout, y_bounds, noise_multiplier, noise_rn
     G[np.ix_(priv, priv)] = A_QQ
     b[pub] = b_P
     b[priv] = b_Q
-    return NoisySystem(G, b, noise_scale(layout, noise_multiplier)), stats.n_clipped
+    stds = noise_stds(layout, noise_multiplier)
+    return (NoisySystem(G, b, noise_scale(layout, noise_multiplier), stds.get("Py", 0.0)),
+            stats.n_clipped)
 
 
-def solve_noisy_ridge(system, alpha, fit_intercept):
-    """Ridge coefficients from the released system (post-processing); ``(theta, n_raised)``.
+SOLVERS = ("residual", "joint")
 
-    ``(G + α D) θ = b`` with ``D`` the identity but 0 for the intercept,
-    solved by the eigendecomposition of the symmetric matrix with its
-    eigenvalues below ``floor = max(τ, 1e-12 max(1, |λ|_max))`` raised to
-    ``floor`` (always a finite solution). ``n_raised`` counts those
-    eigenvalues (a released quantity: free).
-    """
-    G = np.array(system.G, dtype=np.float64)
-    ridge = np.full(G.shape[0], float(alpha))
-    if fit_intercept:
-        ridge[-1] = 0.0
-    M = G + np.diag(ridge)
-    M = (M + M.T) / 2.0
-    lam, V = np.linalg.eigh(M)
-    floor = max(float(system.noise_scale), 1e-12 * max(1.0, float(np.abs(lam).max(initial=0.0))))
+
+def _floored_solve(M, rhs, floor):
+    """``M⁻¹ rhs`` for a symmetric ``M`` whose eigenvalues below ``floor`` are raised to it."""
+    lam, V = np.linalg.eigh((M + M.T) / 2.0)
+    floor = max(float(floor), 1e-12 * max(1.0, float(np.abs(lam).max(initial=0.0))))
     raised = lam < floor
     lam = np.where(raised, floor, lam)
-    theta = V @ ((V.T @ system.b) / lam)
-    return theta, int(raised.sum())
+    return V @ ((V.T @ rhs) / lam), int(raised.sum())
 
 
-__all__ = ["BLOCKS", "NoisySystem", "StatisticLayout", "Statistics", "add_gaussian_noise",
+def solve_noisy_ridge(system, alpha, fit_intercept, layout, solver="residual"):
+    """Ridge coefficients from the released system (post-processing); ``(theta, n_raised)``.
+
+    ``theta`` has the input's columns in order, the intercept last.
+    ``n_raised`` counts the eigenvalues raised to a floor (a function of
+    the release: free). ``D`` below is the identity but 0 for the intercept.
+
+    ``"joint"``: ``(G + α D) θ = b`` whole, its eigenvalues below
+    ``floor = max(τ, 1e-12 max(1, |λ|_max))`` raised to ``floor``; with no
+    noise this is :class:`sklearn.linear_model.Ridge` on the clipped data.
+
+    ``"residual"``: the public model first, then the protected columns fitted
+    to its residual (one backfitting pass): ``β = (G_PP + (α + τ_b) D_P)⁻¹
+    b_P`` with ``τ_b = s_Py sqrt(d_P + 1)`` the expected norm of the noise of
+    ``b_P`` (0 with a public target); then, with ``Q`` centred by its noisy
+    column means ``μ = (X_Qᵀ1) / n`` (with an intercept), ``θ_Q = (X_QᵀX_Q −
+    n μ μᵀ + (α + τ) I)⁻¹ (b_Q − A_QP β)`` and the intercept moved by
+    ``−μ · θ_Q``. Both inverses floor their eigenvalues as above (``τ_b``,
+    ``τ``). It shrinks the protected part towards the exact public model
+    as the noise grows; with no noise it is not Ridge on all columns (the
+    protected columns are centred, not residualised on the public ones).
+    """
+    G = np.asarray(system.G, dtype=np.float64)
+    size = G.shape[0]
+    d_pen = np.ones(size)
+    if fit_intercept:
+        d_pen[-1] = 0.0
+    if solver == "joint" or len(layout.private_idx) == 0:
+        # Label DP (no protected column) is the public step alone: the same rule.
+        tau = system.noise_scale + _target_noise_scale(layout, system)
+        if solver == "joint":
+            return _floored_solve(G + np.diag(alpha * d_pen), system.b, system.noise_scale)
+        return _floored_solve(G + np.diag((alpha + tau) * d_pen), system.b, tau)
+    pub = np.r_[layout.public_idx, [size - 1] * int(fit_intercept)].astype(int)
+    priv = layout.private_idx
+    tau_b = _target_noise_scale(layout, system)
+    beta, raised_p = _floored_solve(G[np.ix_(pub, pub)] + np.diag((alpha + tau_b) * d_pen[pub]),
+                                    system.b[pub], tau_b)
+    C = G[np.ix_(priv, priv)]
+    if fit_intercept:
+        column_sums = G[priv, size - 1]
+        n = G[size - 1, size - 1]  # the public count
+        C = C - np.outer(column_sums, column_sums) / n
+    rhs = system.b[priv] - G[np.ix_(priv, pub)] @ beta
+    tau = system.noise_scale
+    theta_q, raised_q = _floored_solve(C + (alpha + tau) * np.eye(len(priv)), rhs, tau)
+    theta = np.zeros(size)
+    theta[pub] = beta
+    theta[priv] = theta_q
+    if fit_intercept:
+        theta[-1] -= column_sums @ theta_q / n
+    return theta, raised_p + raised_q
+
+
+def _target_noise_scale(layout, system):
+    """τ_b: the expected norm of the noise of ``X~_Pᵀy`` (0 when it is exact)."""
+    return system.target_noise_std * math.sqrt(layout.sizes.get("Py", 0))
+
+
+__all__ = ["BLOCKS", "SOLVERS", "NoisySystem", "StatisticLayout", "Statistics", "add_gaussian_noise",
            "noise_scale", "noise_stds", "release_linear_statistics", "solve_noisy_ridge",
            "stacked_release", "statistic_layout", "sufficient_statistics", "target_map"]

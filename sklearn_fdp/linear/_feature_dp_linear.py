@@ -22,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._budget import calibrate_dpsgd
 from .._docs import fill_doc
 from .._mechanisms.linear_statistics import (
+    SOLVERS,
     release_linear_statistics,
     solve_noisy_ridge,
     statistic_layout,
@@ -163,6 +164,23 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
     alpha : float, default=1.0
         Ridge penalty ``α ‖w‖²`` (the intercept is not penalised), >= 0, as
         in :class:`sklearn.linear_model.Ridge`.
+    solver : {"residual", "joint"}, default="residual"
+        How the released system is solved (post-processing: no privacy
+        cost). ``"residual"``: the exact public model first (public columns
+        and intercept; with a private target from the noisy ``X~_Pᵀy``, its
+        ridge raised by the noise's expected norm ``τ_b``), then the
+        protected columns, centred by their noisy means, fitted to its
+        residual with the ridge raised by ``τ`` (see ``noise_scale_``): as
+        the noise grows, the model falls back to the public one. ``"joint"``:
+        the whole noisy system ``(X~ᵀX~ + α D) θ = X~ᵀy`` at once, its
+        eigenvalues below ``τ`` raised to ``τ``; with negligible noise it is
+        ``Ridge(alpha)`` on the clipped data, but noisier at small ε. On a
+        validation split of adult.data (target hours-per-week, Adult's
+        protected columns private, target public, 3 seeds), validation R²
+        ``"residual"`` / ``"joint"``: 0.143 / 0.052 at ε = 0.03, 0.155 /
+        0.105 at ε = 0.1, 0.166 / 0.145 at ε = 0.3, 0.174 / 0.174 at ε = 1
+        (public-only Ridge 0.128, non-private Ridge 0.198); with the target
+        private too they are within 0.004 of each other.
     [[fit_intercept]]
     [[epsilon]]
     [[delta]]
@@ -210,10 +228,11 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         ``"QQ"`` (its diagonal; off-diagonal entries / √2), ``"Qy"``,
         ``"Py"``; only the blocks that were noised.
     noise_scale_ : float
-        τ, the expected spectral norm of the noise in ``X~ᵀX~`` (public); the
-        eigenvalues of the noisy system below it were raised to it.
+        τ, the expected spectral norm of the noise in ``X~ᵀX~`` (public; see
+        ``solver``).
     n_eigenvalues_raised_ : int
-        How many eigenvalues were raised (post-processing of the release).
+        How many eigenvalues the solver raised to its floor
+        (post-processing of the release).
 
     Notes
     -----
@@ -230,9 +249,9 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
     The block weights minimise the total noise variance of the released
     system (``w_k² ∝ sqrt(m_k) / c_k``) and are scaled so that the stacked
     vector's sensitivity is 1 (add/remove) or 2 (replace; the accounting's
-    convention). Positive definiteness: eigenvalues of the noisy
-    ``X~ᵀX~ + α D`` below ``noise_scale_`` are raised to it (a rule from σ
-    and the shapes only). ``yᵀy`` is not needed and not released. NOT
+    convention). Positive definiteness: every matrix the solver inverts has
+    its eigenvalues below its noise scale raised to it (a rule from σ and
+    the shapes only; see ``solver``). ``yᵀy`` is not needed and not released. NOT
     protected: the public columns, the target when ``label_public=True``,
     ``n``, and the number of targets outside ``y_bounds`` (warned about to
     whoever runs ``fit``, not stored). Feature DP does not hide whether a
@@ -270,6 +289,7 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         "y_bounds": "no_validation",
         "row_norm_bounds": "no_validation",
         "alpha": [Interval(Real, 0, None, closed="left")],
+        "solver": [StrOptions(set(SOLVERS))],
         "fit_intercept": ["boolean"],
         "epsilon": [Interval(Real, 0, None, closed="neither"), None],
         "delta": DELTA_CONSTRAINT,
@@ -289,6 +309,7 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         y_bounds: tuple[float, float] | None = None,
         row_norm_bounds: float | tuple[float, float] = 1.0,
         alpha: float = 1.0,
+        solver: Literal["joint", "residual"] = "residual",
         fit_intercept: bool = True,
         epsilon: float | None = 1.0,
         delta: float = 1e-5,
@@ -304,6 +325,7 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         self.y_bounds = y_bounds
         self.row_norm_bounds = row_norm_bounds
         self.alpha = alpha
+        self.solver = solver
         self.fit_intercept = fit_intercept
         self.epsilon = epsilon
         self.delta = delta
@@ -354,7 +376,8 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
                 "widen them from public knowledge (never from these data). This count is "
                 "computed from the targets and shown to you only; it is not stored in the "
                 "model.", FdpWarning, stacklevel=2)
-        theta, n_raised = solve_noisy_ridge(system, self.alpha, self.fit_intercept)
+        theta, n_raised = solve_noisy_ridge(system, self.alpha, self.fit_intercept, layout,
+                                             self.solver)
         centre, half = target_map(y_bounds, self.fit_intercept)
         theta = theta * half
         self.coef_ = theta[:n_features].astype(X.dtype)

@@ -1,0 +1,424 @@
+"""FeatureDPLinearRegression: the released blocks, the noise, the solvers, sklearn behaviour."""
+
+import math
+import pickle
+import warnings
+from unittest import mock
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from sklearn.compose import ColumnTransformer
+from sklearn.linear_model import Ridge
+from sklearn.metrics import r2_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
+
+from sklearn_fdp import FdpWarning, FeatureDPLinearRegression
+from sklearn_fdp._mechanisms import linear_statistics as ls
+from sklearn_fdp.preprocessing import RowNormBounds
+
+N, D = 3000, 6
+PRIVATE = [0, 1]
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.4, 0.4, size=(N, D))
+    y = X @ np.array([1.0, -2.0, 0.5, 3.0, 0.0, -1.0]) + 0.5 + 0.1 * rng.standard_normal(N)
+    return X, y
+
+
+def _clip_blocks(X, private, b_pub, b_priv):
+    """Rows' public and protected blocks clipped apart (numpy reference)."""
+    X = np.array(X, dtype=np.float64)
+    mask = np.zeros(X.shape[1], dtype=bool)
+    mask[private] = True
+    for cols, bound in ((~mask, b_pub), (mask, b_priv)):
+        block = X[:, cols]
+        norms = np.linalg.norm(block, axis=1)
+        factor = np.where(norms > bound, bound / np.where(norms > 0, norms, 1.0), 1.0)
+        X[:, cols] = block * factor[:, None]
+    return X
+
+
+def _captured_system(est, X, y):
+    """``(exact stats, noisy system, layout)`` of ``est.fit(X, y)``."""
+    seen = {}
+    real_stats = ls.sufficient_statistics
+    real_solve = ls.solve_noisy_ridge
+
+    def stats(*args, **kwargs):
+        seen["stats"] = real_stats(*args, **kwargs)
+        seen["layout"] = args[2]
+        return seen["stats"]
+
+    def solve(system, *args, **kwargs):
+        seen["system"] = system
+        return real_solve(system, *args, **kwargs)
+
+    with mock.patch.object(ls, "sufficient_statistics", stats), \
+            mock.patch("sklearn_fdp.linear._feature_dp_linear.solve_noisy_ridge", solve):
+        est.fit(X, y)
+    return seen["stats"], seen["system"], seen["layout"]
+
+
+# -- correctness with negligible noise --------------------------------------------
+
+
+def _perturbation_bound(A, tau, theta, b_noise=0.0):
+    """Bound on ‖Δθ‖ for (A + E) θ' = b + e with ‖E‖ <= 2τ, ‖e‖ <= b_noise (Weyl/Neumann)."""
+    inv_norm = 1.0 / np.linalg.eigvalsh(A).min()
+    e = 2.0 * tau
+    assert inv_norm * e < 0.5
+    return inv_norm * (b_noise + e * np.linalg.norm(theta)) / (1.0 - inv_norm * e)
+
+
+@pytest.mark.parametrize("label_public", [True, False])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_joint_solver_with_tiny_noise_is_ridge_on_clipped_data(data, label_public, fit_intercept):
+    X, y = data
+    X = X * 2.0  # some rows' blocks exceed the bounds: clipping must match
+    lo, hi = -2.0, 3.0
+    est = FeatureDPLinearRegression(private_features=PRIVATE, label_public=label_public,
+                                    y_bounds=(lo, hi), row_norm_bounds=(0.8, 0.5), alpha=2.0,
+                                    solver="joint", fit_intercept=fit_intercept,
+                                    epsilon=None, noise_multiplier=1e-3, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FdpWarning)  # targets are clipped here
+        est.fit(X, y)
+    Xc = _clip_blocks(X, PRIVATE, 0.8, 0.5)
+    yc = np.clip(y, lo, hi)
+    ref = Ridge(alpha=2.0, fit_intercept=fit_intercept, solver="cholesky").fit(Xc, yc)
+    # Tolerance from the noise: ‖E‖ <= 2τ (τ: its expected spectral norm) and the
+    # noise of Xᵀy below 6 σ_b sqrt(d + 1), in target units (y scaled by h).
+    centre, half = ls.target_map((lo, hi), fit_intercept)
+    Xa = np.hstack([Xc, np.ones((N, 1))]) if fit_intercept else Xc
+    A = Xa.T @ Xa + np.diag([2.0] * D + [0.0] * fit_intercept)
+    theta = np.r_[ref.coef_, [ref.intercept_ - centre] * fit_intercept] / half
+    b_noise = 6 * max(est.block_noise_std_.values()) * math.sqrt(D + 1)
+    bound = _perturbation_bound(A, est.noise_scale_, theta, b_noise) * half
+    got = np.r_[est.coef_, [est.intercept_] * fit_intercept]
+    want = np.r_[ref.coef_, [ref.intercept_] * fit_intercept]
+    assert np.linalg.norm(got - want) <= bound
+    assert bound < 1e-3 * np.linalg.norm(want)  # the check is tight
+
+
+def test_residual_solver_with_tiny_noise_is_the_two_stage_fit(data):
+    X, y = data
+    est = FeatureDPLinearRegression(private_features=PRIVATE, label_public=True,
+                                    y_bounds=(-3, 4), alpha=1.0, epsilon=None,
+                                    noise_multiplier=1e-3, random_state=0).fit(X, y)
+    public = [j for j in range(D) if j not in PRIVATE]
+    centre, half = ls.target_map((-3, 4), True)
+    ys = (y - centre) / half
+    stage1 = Ridge(alpha=1.0).fit(X[:, public], ys)
+    resid = ys - stage1.predict(X[:, public])
+    Q = X[:, PRIVATE] - X[:, PRIVATE].mean(axis=0)
+    theta_q = np.linalg.solve(Q.T @ Q + (1.0 + est.noise_scale_) * np.eye(len(PRIVATE)),
+                              Q.T @ resid)
+    coef = np.zeros(D)
+    coef[public] = stage1.coef_
+    coef[PRIVATE] = theta_q
+    intercept = stage1.intercept_ - X[:, PRIVATE].mean(axis=0) @ theta_q
+    np.testing.assert_allclose(est.coef_, coef * half, rtol=0, atol=2e-3)
+    assert abs(est.intercept_ - (intercept * half + centre)) < 2e-3
+
+
+# -- the release: exact public blocks, noise as accounted --------------------------
+
+
+@pytest.mark.parametrize("label_public", [True, False])
+def test_public_blocks_are_exact(data, label_public):
+    X, y = data
+    est = FeatureDPLinearRegression(private_features=PRIVATE, label_public=label_public,
+                                    y_bounds=(-3, 4), epsilon=0.5, random_state=0)
+    stats, system, layout = _captured_system(est, X, y)
+    public = np.r_[[j for j in range(D) if j not in PRIVATE], D]
+    Xa = np.hstack([X, np.ones((N, 1))])
+    np.testing.assert_allclose(system.G[np.ix_(public, public)],
+                               Xa[:, public].T @ Xa[:, public], rtol=1e-12)
+    centre, half = ls.target_map((-3, 4), True)
+    exact_b = Xa[:, public].T @ ((y - centre) / half)
+    if label_public:
+        np.testing.assert_allclose(system.b[public], exact_b, rtol=1e-12)
+        assert set(est.block_noise_std_) == {"QP", "QQ", "Qy"}
+    else:
+        assert not np.allclose(system.b[public], exact_b)
+        assert set(est.block_noise_std_) == {"QP", "QQ", "Qy", "Py"}
+
+
+def test_noise_is_sigma_on_the_stacked_vector_and_sigma_over_w_per_block(data):
+    """The released minus the exact blocks, per block, over the std the plan says:
+    N(0, 1) entries (chi-square tolerance on the sample variance)."""
+    X, y = data
+    X = np.hstack([X] * 4)  # 24 columns, 8 protected: 8 x 17 + 36 + 8 + 17 entries
+    private = list(range(8))
+    est = FeatureDPLinearRegression(private_features=private, y_bounds=(-3, 4),
+                                    epsilon=1.0, random_state=3)
+    stats, system, layout = _captured_system(est, X, y)
+    std = est.block_noise_std_
+    # w_k = σ / std_k, and the weighted stack has the sensitivity the accountant assumed.
+    weighted = math.sqrt(math.fsum(((est.noise_multiplier_ / s) * layout.sensitivities[k]) ** 2
+                                   for k, s in std.items()))
+    assert weighted == pytest.approx(1.0, rel=1e-12)
+    public = np.r_[[j for j in range(24) if j not in private], 24]
+    pieces = [
+        (system.G[np.ix_(private, public)] - stats.A_QP).ravel() / std["QP"],
+        np.diag(system.G[np.ix_(private, private)] - stats.A_QQ) / std["QQ"],
+        (system.G[np.ix_(private, private)] - stats.A_QQ)[np.triu_indices(8, 1)]
+        / (std["QQ"] / math.sqrt(2)),
+        (system.b[private] - stats.b_Q) / std["Qy"],
+        (system.b[public] - stats.b_P) / std["Py"],
+    ]
+    z = np.concatenate(pieces)
+    m = z.size
+    # Sample variance of m standard normals: mean 1, std sqrt(2 / m); 5 stds.
+    assert abs(np.mean(z**2) - 1.0) < 5 * math.sqrt(2.0 / m)
+    assert abs(np.mean(z)) < 5 / math.sqrt(m)
+
+
+def test_stacked_vector_sensitivity_is_normalised(data):
+    for relation, target in (("add_remove", 1.0), ("replace", 2.0)):
+        for label_public in (True, False):
+            mask = np.ones(D, dtype=bool)
+            mask[PRIVATE] = False
+            lay = ls.statistic_layout(mask, fit_intercept=True, label_public=label_public,
+                                      public_bound=0.7, private_bound=0.3, neighboring=relation)
+            total = math.sqrt(sum((lay.weights[k] * lay.sensitivities[k]) ** 2
+                                  for k in lay.weights))
+            assert total == pytest.approx(target, rel=1e-12)
+            assert lay.sensitivity == target
+
+
+def test_triangle_vector_has_the_frobenius_norm():
+    """Off-diagonal × √2: ‖triu(q qᵀ)‖ = ‖q qᵀ‖_F = ‖q‖², exactly; and the round trip."""
+    rng = np.random.default_rng(1)
+    for q in (rng.standard_normal(5), np.eye(5)[2], np.ones(5) / math.sqrt(5)):
+        v = ls._triu(np.outer(q, q))
+        assert np.linalg.norm(v) == pytest.approx(np.linalg.norm(q) ** 2, rel=1e-12)
+        np.testing.assert_allclose(ls._untriu(v, 5), np.outer(q, q), atol=1e-15)
+    # Replacement: ‖q qᵀ − q' q'ᵀ‖_F ≤ √2 B² and reached by orthogonal q, q'.
+    e1, e2 = np.eye(5)[0], np.eye(5)[1]
+    diff = np.linalg.norm(ls._triu(np.outer(e1, e1) - np.outer(e2, e2)))
+    assert diff == pytest.approx(math.sqrt(2.0))
+
+
+# -- the positive-definiteness rule ----------------------------------------------
+
+
+@pytest.mark.parametrize("solver", ["residual", "joint"])
+def test_solution_is_finite_under_huge_noise_and_singular_data(solver):
+    rng = np.random.default_rng(2)
+    X = rng.uniform(0, 1, size=(200, 5))
+    X[:, 1] = X[:, 0]  # duplicate column
+    X[:, 3] = 0.0  # constant column
+    y = rng.standard_normal(200)
+    for sigma in (1e-3, 1.0, 1e4):
+        for alpha in (0.0, 1.0):
+            est = FeatureDPLinearRegression(private_features=[0, 3], y_bounds=(-3, 3),
+                                            alpha=alpha, solver=solver, epsilon=None,
+                                            noise_multiplier=sigma, random_state=0,
+                                            delta=1e-3).fit(X, y)
+            assert np.all(np.isfinite(est.coef_)) and np.isfinite(est.intercept_)
+            assert np.all(np.isfinite(est.predict(X)))
+
+
+def test_floor_raises_only_eigenvalues_below_it():
+    G = np.diag([4.0, 1e-6, -3.0])
+    system = ls.NoisySystem(G, np.ones(3), 0.5, 0.0)
+    lay = ls.statistic_layout(np.array([True, True, False]), fit_intercept=False,
+                              label_public=True, public_bound=1.0, private_bound=1.0,
+                              neighboring="add_remove")
+    theta, raised = ls.solve_noisy_ridge(system, 0.0, False, lay, "joint")
+    np.testing.assert_allclose(theta, [0.25, 2.0, 2.0])
+    assert raised == 2
+
+
+# -- parameters and their errors -----------------------------------------------------
+
+
+@pytest.mark.parametrize("bounds, match", [
+    (None, "needs `y_bounds"),
+    ((3, 3), "lo < hi"),
+    ((4, 1), "lo < hi"),
+    ((0, np.inf), "finite"),
+    ((1, 2, 3), "pair"),
+    ("ab", "pair"),
+])
+def test_y_bounds_errors(data, bounds, match):
+    X, y = data
+    est = FeatureDPLinearRegression(private_features=PRIVATE, y_bounds=bounds)
+    with pytest.raises(ValueError, match=match):
+        est.fit(X, y)
+    assert not hasattr(est, "coef_")
+
+
+def test_clipped_targets_are_counted_in_a_warning(data):
+    X, y = data
+    y = y.copy()
+    y[:3] = [100.0, -100.0, 50.0]
+    with pytest.warns(FdpWarning, match=r"3 of 3000 targets .* outside y_bounds"):
+        FeatureDPLinearRegression(private_features=PRIVATE, y_bounds=(-3, 4),
+                                  random_state=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FdpWarning)
+        FeatureDPLinearRegression(private_features=PRIVATE, y_bounds=(-100, 100),
+                                  random_state=0).fit(X, y)
+
+
+@pytest.mark.parametrize("value, match", [
+    (0.0, "public row-norm bound"),
+    ((1.0, -1.0), "protected row-norm bound"),
+    ((np.inf, 1.0), "public row-norm bound"),
+    ((1.0, 2.0, 3.0), "must be a number, a pair"),
+    ("x", "must be a number, a pair"),
+])
+def test_row_norm_bound_errors(data, value, match):
+    X, y = data
+    with pytest.raises(ValueError, match=match):
+        FeatureDPLinearRegression(private_features=PRIVATE, y_bounds=(-3, 4),
+                                  row_norm_bounds=value).fit(X, y)
+
+
+def test_row_norm_bounds_from_a_schema(data):
+    X, y = data
+    bounds = RowNormBounds(1.0, 0.6, 0.8)
+    est = FeatureDPLinearRegression(private_features=PRIVATE, y_bounds=(-3, 4),
+                                    row_norm_bounds=bounds, random_state=0).fit(X, y)
+    assert est.row_norm_bounds_ == (0.6, 0.8)
+    # A schema without protected columns gives 0 for the protected block: fine for label DP.
+    FeatureDPLinearRegression(private_features=[], y_bounds=(-3, 4),
+                              row_norm_bounds=RowNormBounds(1.0, 1.0, 0.0)).fit(X, y)
+
+
+def test_input_is_not_mutated(data):
+    X, y = data
+    X2, y2 = X * 5, y * 5
+    Xc, yc = X2.copy(), y2.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FdpWarning)
+        FeatureDPLinearRegression(private_features=PRIVATE, y_bounds=(-3, 4),
+                                  random_state=0).fit(X2, y2)
+    np.testing.assert_array_equal(X2, Xc)
+    np.testing.assert_array_equal(y2, yc)
+
+
+# -- label DP, privacy attributes --------------------------------------------------
+
+
+def test_label_dp_noises_only_the_target_block(data):
+    X, y = data
+    est = FeatureDPLinearRegression(private_features=[], y_bounds=(-3, 4), epsilon=1.0,
+                                    random_state=0).fit(X, y)
+    assert set(est.block_noise_std_) == {"Py"}
+    assert est.noise_scale_ == 0.0
+    assert est.privacy_plan_.unit == "label"
+    assert est.private_features_.tolist() == []
+    assert est.score(X, y) > 0.9
+    with pytest.raises(ValueError, match="nothing is protected"):
+        FeatureDPLinearRegression(private_features=[], label_public=True,
+                                  y_bounds=(-3, 4)).fit(X, y)
+
+
+@pytest.mark.parametrize("neighboring", ["add_remove", "replace"])
+def test_privacy_attributes(data, neighboring):
+    X, y = data
+    est = FeatureDPLinearRegression(private_features=PRIVATE, label_public=True,
+                                    y_bounds=(-3, 4), epsilon=0.5, neighboring=neighboring,
+                                    random_state=0).fit(X, y)
+    assert est.epsilon_ <= 0.5
+    assert est.epsilon_ > 0.49
+    assert est.delta_ == 1e-5
+    assert est.privacy_plan_.unit == "features"
+    assert est.privacy_plan_.dp_event == est.dp_event_
+    assert est.public_features_.tolist() == [2, 3, 4, 5]
+    assert est.label_public_ is True
+    plan = est.privacy_plan(N, D)
+    assert plan == est.privacy_plan_
+    # The fitted σ re-accounts to the reported ε.
+    from sklearn_fdp import accounting
+
+    eps = accounting.epsilon_of_event(est.dp_event_, 1e-5, accountant="pld",
+                                      neighboring=neighboring)
+    assert eps == pytest.approx(est.epsilon_, rel=1e-6)
+
+
+def test_given_noise_multiplier_over_budget_raises(data):
+    from sklearn_fdp import BudgetExceededError
+
+    X, y = data
+    with pytest.raises(BudgetExceededError):
+        FeatureDPLinearRegression(private_features=PRIVATE, y_bounds=(-3, 4), epsilon=0.1,
+                                  noise_multiplier=1.0).fit(X, y)
+    with pytest.raises(ValueError, match="give `epsilon`"):
+        FeatureDPLinearRegression(private_features=PRIVATE, y_bounds=(-3, 4), epsilon=None,
+                                  noise_multiplier=None).fit(X, y)
+
+
+def test_secure_noise_runs(data):
+    X, y = data
+    a = FeatureDPLinearRegression(private_features=PRIVATE, y_bounds=(-3, 4), noise="secure",
+                                  random_state=0).fit(X, y)
+    b = FeatureDPLinearRegression(private_features=PRIVATE, y_bounds=(-3, 4), noise="secure",
+                                  random_state=0).fit(X, y)
+    assert not np.array_equal(a.coef_, b.coef_)  # the OS CSPRNG, not random_state
+    assert a.epsilon_ == b.epsilon_
+
+
+# -- input kinds --------------------------------------------------------------------
+
+
+def test_csr_and_float32(data):
+    X, y = data
+    kwargs = dict(private_features=PRIVATE, y_bounds=(-3, 4), epsilon=1.0, random_state=0)
+    dense = FeatureDPLinearRegression(**kwargs).fit(X, y)
+    sparse = FeatureDPLinearRegression(**kwargs).fit(sp.csr_matrix(X), y)
+    np.testing.assert_allclose(sparse.coef_, dense.coef_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(sparse.predict(sp.csr_matrix(X)), dense.predict(X), rtol=1e-9)
+    single = FeatureDPLinearRegression(**kwargs).fit(X.astype(np.float32), y)
+    assert single.coef_.dtype == np.float32
+    # float32 input rounds X by 6e-8 relative; the same noise draw otherwise.
+    np.testing.assert_allclose(single.coef_, dense.coef_, rtol=1e-4, atol=1e-4)
+
+
+def test_reproducible_pickle_and_score(data):
+    X, y = data
+    est = FeatureDPLinearRegression(private_features=PRIVATE, y_bounds=(-3, 4),
+                                    random_state=0).fit(X, y)
+    again = FeatureDPLinearRegression(private_features=PRIVATE, y_bounds=(-3, 4),
+                                      random_state=0).fit(X, y)
+    np.testing.assert_array_equal(est.coef_, again.coef_)
+    loaded = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(loaded.predict(X), est.predict(X))
+    assert est.score(X, y) == pytest.approx(r2_score(y, est.predict(X)))
+
+
+def test_feature_names_in_a_private_pipeline():
+    from sklearn_fdp.pipeline import make_private_pipeline
+
+    rng = np.random.default_rng(0)
+    n = 2000
+    df = pd.DataFrame({"age": rng.uniform(0, 1, n), "sex": rng.choice(["F", "M"], n),
+                       "hours": rng.uniform(0, 1, n)})
+    y = 2 * df["age"] + (df["sex"] == "M") + rng.normal(0, 0.1, n)
+    pre = ColumnTransformer([("num", "passthrough", ["age", "hours"]),
+                             ("cat", OneHotEncoder(categories=[["F", "M"]]), ["sex"])],
+                            sparse_threshold=1.0)
+    pipe = make_private_pipeline(
+        pre, FeatureDPLinearRegression(private_features=["sex"], label_public=True,
+                                       y_bounds=(-1, 4), epsilon=1.0, random_state=0))
+    pipe.fit(df, y)
+    reg = pipe[-1]
+    assert reg.private_features_.tolist() == [2, 3]
+    assert reg.privacy_plan_.protected_features == ("cat__sex_F", "cat__sex_M")
+    assert pipe.score(df, y) > 0.8
+    # A plain pipeline on a DataFrame output works with names too.
+    plain = make_pipeline(FunctionTransformer(lambda Z: Z),
+                          FeatureDPLinearRegression(private_features=["sex_M"],
+                                                    y_bounds=(-1, 4), random_state=0))
+    frame = pd.DataFrame({"age": df["age"], "sex_M": (df["sex"] == "M").astype(float)})
+    plain.fit(frame, y)
+    assert plain[-1].private_features_.tolist() == [1]

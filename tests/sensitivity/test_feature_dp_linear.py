@@ -1,0 +1,213 @@
+"""Sensitivity of FeatureDPLinearRegression's one release.
+
+The quantity noised is the stacked weighted vector ``v`` of the noisy blocks
+(``X_QᵀX~_P``, the scaled upper triangle of ``X_QᵀX_Q``, ``X_Qᵀy`` and, with a
+private target, ``X~_Pᵀy``), built by ``fit`` itself: the call that adds the
+Gaussian is intercepted, so the clipping, the target map and the weights are
+exactly the fit's. The noise is ``σ N(0, I)`` and ``dp_event_`` the Gaussian
+of noise multiplier σ, so the accountant assumes that ``v`` moves by at most
+
+* 1 when one record is removed (``neighboring="add_remove"``, FDP Def. 6: the
+  public blocks are exact and are the simulator's to compute);
+* 2 when one record's protected values, and its target when it is private,
+  are replaced (``neighboring="replace"``, Def. 5: the public part is kept);
+
+which ``StatisticLayout.sensitivity`` states and these tests check on
+adversarial data (scales from 1e-8 to 1e8, float32, one-hot and constant
+protected columns, CSR with duplicate and unsorted entries, targets far
+outside ``y_bounds``). Two constructed records show the bounds are tight.
+"""
+
+import math
+from unittest import mock
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sklearn_fdp import FeatureDPLinearRegression
+from sklearn_fdp._mechanisms import linear_statistics as ls
+
+from ._harness import (
+    SCALES,
+    adversarial_dense,
+    assert_sensitivity,
+    hostile_csr,
+    remove_one,
+    replace_columns,
+    replace_label,
+)
+
+
+class _Stop(Exception):
+    """Raised once the fit has built the vector it noises."""
+
+
+def released_vector(est, X, y):
+    """``(v, layout)``: the pre-noise stacked weighted vector of ``est.fit(X, y)``."""
+    seen = {}
+    real_layout = ls.statistic_layout
+
+    def layout(*args, **kwargs):
+        seen["layout"] = real_layout(*args, **kwargs)
+        return seen["layout"]
+
+    def capture(vector, noise_multiplier, noise_rng):
+        seen["v"] = np.array(vector, copy=True)
+        seen["sigma"] = noise_multiplier
+        raise _Stop
+
+    with mock.patch.object(ls, "add_gaussian_noise", capture), \
+            mock.patch("sklearn_fdp.linear._feature_dp_linear.statistic_layout", layout), \
+            pytest.raises(_Stop):
+        est.fit(X, y)
+    assert seen["sigma"] == est.noise_multiplier or est.noise_multiplier is None
+    return seen["v"], seen["layout"]
+
+
+def _estimator(private_idx, *, label_public, neighboring, y_bounds, bounds, fit_intercept=True):
+    return FeatureDPLinearRegression(
+        private_features=[int(j) for j in private_idx], label_public=label_public,
+        y_bounds=y_bounds, row_norm_bounds=bounds, fit_intercept=fit_intercept,
+        epsilon=None, noise_multiplier=1.0, neighboring=neighboring, delta=1e-3,
+        accountant="pld", random_state=0)
+
+
+def check(X, y, X2, y2, private_idx, *, label_public, relation, y_bounds, bounds,
+          fit_intercept):
+    neighboring = "add_remove" if relation == "remove" else "replace"
+    est = _estimator(private_idx, label_public=label_public, neighboring=neighboring,
+                     y_bounds=y_bounds, bounds=bounds, fit_intercept=fit_intercept)
+    va, layout = released_vector(est, X, y)
+    vb, layout_b = released_vector(est, X2, y2)
+    assert layout.weights == layout_b.weights  # public: the same on both inputs
+    assert layout.sensitivity == (1.0 if relation == "remove" else 2.0)
+    # Every record's weighted term has norm <= 1; the sums are float64.
+    return assert_sensitivity(va, vb, layout.sensitivity, n_terms=X.shape[0], clip=1.0,
+                              dtype=np.float64, what=f"{relation}/label_public={label_public}")
+
+
+# -- strategies ------------------------------------------------------------------------
+
+
+@st.composite
+def problem(draw):
+    X, private_idx = draw(adversarial_dense(n_rows=(3, 12), n_cols=(2, 6)))
+    n = X.shape[0]
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    y = rng.standard_normal(n) * draw(st.sampled_from(SCALES))
+    lo = draw(st.sampled_from((-5.0, 0.0, 1.0, -1e6)))
+    y_bounds = (lo, lo + draw(st.sampled_from((1e-3, 1.0, 98.0, 1e6))))
+    bounds = (draw(st.sampled_from((1e-3, 0.7, 1.0, 50.0))),
+              draw(st.sampled_from((1e-3, 0.5, 1.0, 50.0))))
+    kind = draw(st.sampled_from(("dense", "csr", "hostile")))
+    if kind == "csr":
+        X = sp.csr_matrix(X)
+    elif kind == "hostile":
+        X = hostile_csr(X, rng)
+    return X, y, private_idx, draw(st.integers(0, n - 1)), y_bounds, bounds
+
+
+def _new_values(draw, m, dtype):
+    scale = draw(st.sampled_from(SCALES))
+    kind = draw(st.sampled_from(("normal", "zero", "onehot", "negated")))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    if kind == "normal":
+        return (rng.standard_normal(m) * scale).astype(dtype)
+    v = np.zeros(m, dtype=dtype)
+    if kind == "onehot":
+        v[rng.integers(0, m)] = scale
+    return v if kind != "negated" else None
+
+
+_SETTINGS = settings(max_examples=150, deadline=None, derandomize=True)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("label_public", [True, False])
+@_SETTINGS
+@given(case=problem())
+def test_removing_a_record_moves_the_release_by_at_most_1(label_public, fit_intercept, case):
+    X, y, private_idx, i, y_bounds, bounds = case
+    X2, y2 = remove_one(X, y, i)
+    check(X, y, X2, y2, private_idx, label_public=label_public, relation="remove",
+          y_bounds=y_bounds, bounds=bounds, fit_intercept=fit_intercept)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("label_public", [True, False])
+@_SETTINGS
+@given(case=problem(), data=st.data())
+def test_replacing_the_protected_part_moves_the_release_by_at_most_2(label_public,
+                                                                      fit_intercept, case, data):
+    X, y, private_idx, i, y_bounds, bounds = case
+    dense = X.toarray() if sp.issparse(X) else X
+    values = _new_values(data.draw, len(private_idx), dense.dtype)
+    if values is None:
+        values = -dense[i, private_idx]
+    X2 = replace_columns(X, i, private_idx, values)
+    y2 = y
+    if not label_public:
+        label = data.draw(st.sampled_from((y_bounds[0], y_bounds[1], -y[i], 1e9, -1e9)))
+        y2 = replace_label(y, i, label)
+        if data.draw(st.booleans()):
+            X2 = X  # the target alone
+    check(X, y, X2, y2, private_idx, label_public=label_public, relation="replace",
+          y_bounds=y_bounds, bounds=bounds, fit_intercept=fit_intercept)
+
+
+# -- the bounds are reached ------------------------------------------------------------
+
+
+def _extreme_data(b_pub, b_priv):
+    """Two columns public, two protected; record 0 at every bound (one-hot q, y = hi)."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.1, 0.1, size=(20, 4))
+    X[0] = [b_pub, 0.0, b_priv, 0.0]
+    y = rng.uniform(0, 1, 20)
+    y[0] = 1.0
+    return X, y
+
+
+@pytest.mark.parametrize("label_public", [True, False])
+def test_removing_an_extreme_record_moves_the_release_by_exactly_1(label_public):
+    X, y = _extreme_data(0.7, 0.4)
+    est = _estimator([2, 3], label_public=label_public, neighboring="add_remove",
+                     y_bounds=(-1.0, 1.0), bounds=(0.7, 0.4))
+    va, _ = released_vector(est, X, y)
+    vb, _ = released_vector(est, X[1:], y[1:])
+    assert np.linalg.norm(va - vb) == pytest.approx(1.0, rel=1e-12)
+
+
+@pytest.mark.parametrize("label_public", [True, False])
+def test_negating_an_extreme_record_moves_the_release_by_the_computed_amount(label_public):
+    """q → −q: every block with q moves by twice its add/remove sensitivity but
+    X_QᵀX_Q, which does not move; y → −y (private target): X_Qᵀy and X~_Pᵀy move
+    by twice theirs. The replace bound 2 adds up every block's largest move, which
+    no single replacement reaches at once (the two moves cancel in X_Qᵀy)."""
+    X, y = _extreme_data(0.7, 0.4)
+    est = _estimator([2, 3], label_public=label_public, neighboring="replace",
+                     y_bounds=(-1.0, 1.0), bounds=(0.7, 0.4))
+    va, layout = released_vector(est, X, y)
+    w, c = layout.weights, layout.sensitivities
+    X2 = replace_columns(X, 0, [2, 3], [-0.4, 0.0])
+    vb, _ = released_vector(est, X2, y)
+    still = [k for k in ("QQ", "Py") if k in w]
+    expected = math.sqrt(4.0 - sum((w[k] * c[k]) ** 2 for k in still))
+    assert np.linalg.norm(va - vb) == pytest.approx(expected, rel=1e-12)
+    if not label_public:
+        vd, _ = released_vector(est, X, replace_label(y, 0, -1.0))
+        expected = math.sqrt((w["Qy"] * c["Qy"]) ** 2 + (w["Py"] * c["Py"]) ** 2)
+        assert np.linalg.norm(va - vd) == pytest.approx(expected, rel=1e-12)
+    # Orthogonal protected parts reach the X_QᵀX_Q block's √2 B².
+    X3 = replace_columns(X, 0, [2, 3], [0.0, 0.4])
+    vc, _ = released_vector(est, X3, y)
+    w = layout.weights
+    qp = 0.4 * math.sqrt(2) * math.sqrt(0.7**2 + 1)  # ‖q − q'‖ ‖p~‖
+    qy = 0.4 * math.sqrt(2) * 1.0
+    expected = math.sqrt((w["QP"] * qp) ** 2 + (w["QQ"] * math.sqrt(2) * 0.16) ** 2
+                         + (w["Qy"] * qy) ** 2)
+    assert np.linalg.norm(va - vc) == pytest.approx(expected, rel=1e-12)
+    assert expected <= 2.0
