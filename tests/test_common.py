@@ -11,6 +11,7 @@ from sklearn_fdp import (
     DPSGDRegressor,
     FeatureDPLinearRegression,
     FeatureDPLogisticRegression,
+    FeatureDPSGDRegressor,
     PrivateMeanCenterer,
 )
 from sklearn_fdp.model_selection import PrivateRandomizedSearchCV
@@ -40,6 +41,9 @@ ESTIMATORS = [
     # warn, and the FdpWarning is an error in the tests).
     DPSGDRegressor(y_bounds=(-1e4, 1e4), epsilon=50.0, delta=1e-9, epochs=5, accountant="rdp",
                    random_state=0),
+    # Column 0 and the target private (Algorithm 1's label-free squared-loss split).
+    FeatureDPSGDRegressor(private_features=[0], y_bounds=(-1e4, 1e4), epsilon=50.0, delta=1e-9,
+                          epochs=5, accountant="rdp", random_state=0),
     # The search takes its sparse tag from its estimator (issue 22 item 6).
     PrivateRandomizedSearchCV(
         DPSGDClassifier(epsilon=50.0, delta=1e-9, epochs=5, accountant="rdp"),

@@ -34,6 +34,7 @@ from sklearn_fdp import (
     DPSGDFClassifier,
     DPSGDRegressor,
     FeatureDPLogisticRegression,
+    FeatureDPSGDRegressor,
     PrivateMeanCenterer,
 )
 from sklearn_fdp.model_selection import PrivateRandomizedSearchCV
@@ -67,6 +68,10 @@ def _make(name):
     if name == "DPSGDRegressor":  # regression on the 0/1 target
         return DPSGDRegressor(y_bounds=(0.0, 1.0), epsilon=20.0, delta=1e-6, epochs=2,
                               accountant="rdp", random_state=0)
+    if name == "FeatureDPSGDRegressor":
+        return FeatureDPSGDRegressor(private_features=["sex", "race"], y_bounds=(0.0, 1.0),
+                                     epsilon=20.0, delta=1e-6, epochs=2, accountant="rdp",
+                                     random_state=0)
     if name == "PrivateMeanCenterer":
         return PrivateMeanCenterer(epsilon=5.0, delta=1e-6, random_state=0)
     if name == "MLPFeatureDP":
@@ -87,6 +92,7 @@ NAMES = [
     "DPSGDFClassifier",
     "AdaMixClassifier",
     "DPSGDRegressor",
+    "FeatureDPSGDRegressor",
     "PrivateMeanCenterer",
     pytest.param("MLPFeatureDP", marks=pytest.mark.skipif(torch is None,
                                                           reason="MLPFeatureDP needs torch")),
@@ -347,9 +353,10 @@ def test_feature_names_in(fitted, name):
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if getattr(n, "values", [n])[0]
-                                  not in ("FeatureDPLogisticRegression", "MLPFeatureDP")])
+                                  not in ("FeatureDPLogisticRegression", "MLPFeatureDP",
+                                          "FeatureDPSGDRegressor")])
 def test_no_feature_names_from_an_array(frame, name):
-    # (The two estimators above are configured by column names here.)
+    # (The three estimators above are configured by column names here.)
     X, y = frame
     est = _fit(_make(name), X.to_numpy(), y.to_numpy())
     assert not hasattr(est, "feature_names_in_")

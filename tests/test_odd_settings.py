@@ -33,6 +33,7 @@ from sklearn_fdp import (
     DPSGDFClassifier,
     DPSGDRegressor,
     FeatureDPLogisticRegression,
+    FeatureDPSGDRegressor,
     PrivateMeanCenterer,
 )
 from sklearn_fdp.exceptions import FdpWarning
@@ -50,6 +51,8 @@ ESTIMATORS = {
     "PrivateMeanCenterer": PrivateMeanCenterer(random_state=0),
     # Regression on the 0/1 labels (its predictions are checked to be finite).
     "DPSGDRegressor": DPSGDRegressor(y_bounds=(0.0, 1.0), random_state=0),
+    "FeatureDPSGDRegressor": FeatureDPSGDRegressor(private_features=[0], y_bounds=(0.0, 1.0),
+                                                   random_state=0),
 }
 try:  # MLPFeatureDP needs the optional torch extra
     import torch  # noqa: F401

@@ -1,4 +1,8 @@
-"""FDP Algorithm 1 for linear log-loss models: its oracles, streams and public steps.
+"""FDP Algorithm 1 for linear models: its oracles, streams and public steps.
+
+The losses: the log loss (FeatureDPLogisticRegression) and the regression
+losses of :class:`~sklearn_fdp._engine.LinearLoss` (FeatureDPSGDRegressor);
+every per-example gradient is ``x~ rᵀ``, only the residual ``r`` differs.
 
 The loss is split as ``ℓ = (ℓ − ℓ_pub) + ℓ_pub`` where ``ℓ_pub`` sees only
 the public part of a record (FDP paper, §5):
@@ -12,6 +16,11 @@ the public part of a record (FDP paper, §5):
   ``p_pub = softmax(θᵀ x~_pub)`` (``σ(z)`` for the binary model) and the
   uniform prior π: the label-DP case study of §5 (which has π = 0), centred
   so that its private remainder is smaller (see :func:`_public_residual`).
+  For the squared error ``½ (z − y)²`` the gradient ``x~ (z − y)`` splits
+  the same way: ``∇ℓ_pub = x~_pub z_pub`` (the label-free ``½ z_pub²``,
+  centred at the target's public centre 0), private remainder
+  ``x~ (z − y) − x~_pub z_pub``. The Huber and ε-insensitive residuals are
+  not a label-free part plus a remainder; they need a public label.
 
 The private per-example gradient ``x~ rᵀ − x~_pub r_pubᵀ`` is clipped without
 being formed. Its coordinates split into two blocks: on the public columns
@@ -59,7 +68,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit, softmax
-from sklearn.linear_model import LogisticRegression
+from sklearn.linear_model import LinearRegression, LogisticRegression
 
 from .._engine import EngineConfig, UniformSampler, run_dp_sgd
 from .._kernels import clip_factors, clip_target
@@ -181,6 +190,14 @@ def private_gradient_norms_sq(pub_sq, D, R, R_pub, Xq, G):
             + np.einsum("ij,ij->i", W, W) * np.einsum("ij,ij->i", R_pub, R_pub))
 
 
+def label_free_error(loss_name, owner="FDP Algorithm 1"):
+    """The message for a regression loss without a label-free public part."""
+    return (f"{owner} with a private label needs loss='squared_error': its gradient "
+            "x (z - y) splits into the label-free x z (public) and -x y; the residual of "
+            f"loss={loss_name!r} is not such a sum. Use loss='squared_error', "
+            "label_public=True, or method='dpsgd'.")
+
+
 def label_prior(n_outputs):
     """The public, data-independent label prior π of the label-free public loss."""
     return 0.5 if n_outputs == 1 else 1.0 / n_outputs
@@ -188,6 +205,10 @@ def label_prior(n_outputs):
 
 def _public_residual(loss, Z_pub, y, label_public):
     """``r_pub`` (label public) or the label-free, prior-centred ``p_pub − π``.
+
+    Regression with a private label (squared error only): ``z_pub``, the
+    residual of ``½ z_pub²`` — the label-free part of ``½ (z − y)²`` at the
+    target's public centre 0 (a target mapped to [-1, 1] by ``y_bounds``).
 
     With a private label, ``∇ℓ_pub = x~_pub (p_pub − π)ᵀ`` with the uniform
     prior π (1/2, or 1/K for K classes). The paper's label-free loss is
@@ -199,6 +220,10 @@ def _public_residual(loss, Z_pub, y, label_public):
     """
     if label_public:
         return loss.residual(Z_pub, y)
+    if loss.is_regression:
+        if loss.loss != "squared_error":
+            raise ValueError(label_free_error(loss.loss))
+        return np.asarray(Z_pub, dtype=Z_pub.dtype)
     prior = label_prior(loss.n_outputs)
     if loss.n_outputs == 1:
         return (expit(Z_pub[:, 0]) - prior)[:, None].astype(Z_pub.dtype, copy=False)
@@ -212,9 +237,10 @@ class FeatureDPPrivateOracle:
     ----------
     X : ndarray or CSR matrix of shape (n, d)
     y : ndarray
-        Targets from :meth:`LinearLoss.encode` (log loss).
+        Targets from :meth:`LinearLoss.encode`.
     loss : LinearLoss
-        Must be ``"log_loss"``.
+        ``"log_loss"`` or a regression loss (with a private label:
+        ``"squared_error"`` only).
     public_mask : ndarray of bool of shape (d,)
     label_public : bool
     public_loss : {"mask", "gaussian_pad"}
@@ -229,8 +255,11 @@ class FeatureDPPrivateOracle:
 
     def __init__(self, X, y, loss, public_mask, label_public, public_loss, fit_intercept,
                  max_grad_norm, pad_rng=None):
-        if loss.loss != "log_loss":
-            raise ValueError(f"FDP oracles support log_loss only, got {loss.loss!r}.")
+        if loss.loss == "hinge":
+            raise ValueError("FDP oracles support the log loss and the regression losses, "
+                             "not 'hinge'.")
+        if loss.is_regression and not label_public and loss.loss != "squared_error":
+            raise ValueError(label_free_error(loss.loss))
         X = canonical_csr(X)  # no duplicate entries in the norms (a no-op after validation)
         self.X = X
         self.y = y
@@ -425,20 +454,32 @@ def unscale_weights(theta, factor, n_features):
 # -- public pretraining (Remark 2) ----------------------------------------------------
 
 # Step size of the noise-free public pretraining when learning_rate="auto":
-# the value the "auto" rule takes once noise is negligible.
+# the value the "auto" rule takes once noise is negligible (for the
+# regression losses, the cap of their rule: see resolve_regression_learning_rate).
 _PRETRAIN_AUTO_LR = 4.0
+_PRETRAIN_AUTO_LR_REGRESSION = 1.0
 
 
-def public_minimiser(X, y, theta0, public_mask, fit_intercept):
+def public_minimiser(X, y, theta0, public_mask, fit_intercept, loss=None):
     """Minimiser of the masked public loss: logistic regression on the public columns.
 
     Uses the public columns and the (public) label only, so it is free
     (Remark 2). With ``public_loss="gaussian_pad"`` it is the minimiser
-    of the masked loss, a close start for the padded one.
+    of the masked loss, a close start for the padded one. For a regression
+    ``loss``: least squares on the public columns (scikit-learn's
+    ``LinearRegression``), the minimiser for ``"squared_error"`` and a
+    close start for ``"huber"`` and ``"epsilon_insensitive"``.
     """
     public_idx = np.flatnonzero(public_mask)
     theta = theta0.copy()
     if len(public_idx) == 0:
+        return theta
+    if loss is not None and loss.is_regression:
+        model = LinearRegression(fit_intercept=fit_intercept)
+        model.fit(X[:, public_idx], y)
+        theta[public_idx, 0] = np.ravel(model.coef_).astype(theta.dtype)
+        if fit_intercept:
+            theta[X.shape[1], 0] = theta.dtype.type(model.intercept_)
         return theta
     model = LogisticRegression(fit_intercept=fit_intercept, max_iter=1000)
     model.fit(X[:, public_idx], y)
@@ -457,12 +498,13 @@ def public_pretraining(X, y, loss, theta0, rng, *, epochs, public_mask, label_pu
     ``theta0`` otherwise (the label-free ``ℓ_pub`` has no minimiser). A
     number: that many passes of noise-free SGD on ``ℓ_pub`` over uniform
     batches of ``batch_size`` rows (step ``learning_rate``, or
-    ``_PRETRAIN_AUTO_LR`` for ``"auto"``). ``rng`` is a stream nothing else
+    ``_PRETRAIN_AUTO_LR`` for ``"auto"``, ``_PRETRAIN_AUTO_LR_REGRESSION``
+    for a regression loss). ``rng`` is a stream nothing else
     draws from; only public data is read, so it costs no privacy.
     """
     if epochs == "auto":
-        return public_minimiser(X, y, theta0, public_mask, fit_intercept) if label_public \
-            else theta0
+        return public_minimiser(X, y, theta0, public_mask, fit_intercept, loss) \
+            if label_public else theta0
     if epochs <= 0:
         return theta0
     n_samples = X.shape[0]
@@ -470,7 +512,8 @@ def public_pretraining(X, y, loss, theta0, rng, *, epochs, public_mask, label_pu
     public = FeatureDPPublicOracle(X, y, loss, public_mask, label_public, public_loss,
                                    fit_intercept, batch_size, sample_rng, pad_rng)
     steps = max(1, math.ceil(epochs * n_samples / batch_size))
-    lr = _PRETRAIN_AUTO_LR if learning_rate == "auto" else float(learning_rate)
+    auto_lr = _PRETRAIN_AUTO_LR_REGRESSION if loss.is_regression else _PRETRAIN_AUTO_LR
+    lr = auto_lr if learning_rate == "auto" else float(learning_rate)
     config = EngineConfig(
         steps=steps,
         sampling_rate=1.0,  # the "private" part below is identically zero

@@ -12,6 +12,7 @@ _LAZY = {
     "FeatureDPLogisticRegression": "._feature_dp_logistic",
     "FeatureDPLinearRegression": "._feature_dp_linear",
     "DPSGDRegressor": "._dpsgd_regressor",
+    "FeatureDPSGDRegressor": "._feature_dp_sgd_regressor",
 }
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "FeatureDPLogisticRegression",
     "FeatureDPLinearRegression",
     "DPSGDRegressor",
+    "FeatureDPSGDRegressor",
 ]
 
 
