@@ -4,9 +4,10 @@
 Usage (from the repository root; the diffprivlib arm needs its environment once,
 ``bash benchmarks/baselines/setup_envs.sh``, and is skipped, and said to be, without it)::
 
-    python benchmarks/bench_regression.py                   # everything, ~5-10 min on 2 cores
-    python benchmarks/bench_regression.py --sections speed  # one section; the others are
-                                                            # carried over from regression.json
+    python benchmarks/bench_regression.py                   # everything, ~4 min on 2 shared cores
+    python benchmarks/bench_regression.py --sections speed  # one section (accuracy,
+                                # ceilings, diffprivlib, speed); the others are carried over
+                                # from regression.json; 'none' rewrites the report
     python benchmarks/bench_regression.py --quick           # smoke test -> regression_quick.*
     python benchmarks/bench_regression.py --plot-only       # redraw the figure from the JSON
 
@@ -29,9 +30,12 @@ bounds are set; nothing is tuned, on the test set or elsewhere:
 * diffprivlib 0.6.6 ``LinearRegression`` (functional mechanism, pure ε-DP) in its own
   environment (``baselines/diffprivlib_linreg.py``) with ``bounds_X`` = (0, 1/sqrt(13))
   per column and ``bounds_y`` = (1, 99), both from the schema, never from the data;
-* ``FeatureDPLinearRegression`` (protected columns private, target public);
-* label-DP regression: ``FeatureDPLinearRegression`` with every feature public and the
-  target private;
+* ``FeatureDPLinearRegression`` (protected columns private, target public;
+  ``row_norm_bounds = row_norm_bounds(schema)``, the declared bounds of the public and
+  protected blocks of a row);
+* label-DP regression: ``FeatureDPLinearRegression(private_features=[],
+  label_public=False)``, every feature public and the target private (``row_norm_bounds``
+  = (1, 0): the whole row is the public block);
 * ``FeatureDPSGDRegressor(method="alg1")`` (protected private, target public), an extra
   row, when the class exists.
 
@@ -56,6 +60,10 @@ per-round ratios with a distribution-free ~90 % interval (``bench_speed.median_i
 (numba cache filled by a discarded first pair): the first ``fit`` call of the process
 (everything ``fit`` imports lazily and the calibration included) and the whole process
 (interpreter, imports, data load), CPU and wall.
+
+Two diagnostics, for the report's reading only: diffprivlib's fit and
+FeatureDPLinearRegression's (each ``solver``) at a huge ε (seed 0), to tell what noise costs
+from what the construction itself does.
 
 Writes ``benchmarks/results/regression.json``, ``benchmarks/results/regression.md`` and
 ``docs/figures/bench_regression.png`` (``regression_quick.*`` and no figure with
@@ -114,6 +122,7 @@ COLORS = {DPSGD: "C0", DIFFPRIVLIB: "C3", FDP_LINEAR: "C1", LABEL_DP: "C5", FDP_
 
 ERRORS = []  # every run that raised, reported at the end
 DIAGNOSTIC_EPSILONS = [1e3, 1e7]  # diffprivlib at nearly no noise, for the report's note
+CEILING_EPSILONS = [1e4]  # FeatureDPLinearRegression at nearly no noise, likewise
 
 
 def _record_error(where, exc):
@@ -294,6 +303,35 @@ def run_private(name, make, data, epsilons, delta, seeds):
         r2s = [r["test_r2"] for r in runs if r["epsilon"] == eps]
         print(f"  {name} ε={eps}: R² {np.mean(r2s) if r2s else float('nan'):.4f}", flush=True)
     return runs
+
+
+def noise_free_ceilings(data, delta):
+    """FeatureDPLinearRegression at a huge ε (seed 0): what its solver gives without noise.
+
+    A diagnostic for the report (is a gap to the non-private Ridge noise, or the
+    estimator's own construction?), one fit per ``solver`` the class offers.
+    """
+    cls = _estimator_class("FeatureDPLinearRegression")
+    if cls is None:
+        return None
+    solvers = [None]
+    constraint = getattr(cls, "_parameter_constraints", {}).get("solver")
+    if constraint:
+        solvers = sorted(next(iter(constraint)).options)
+    out = []
+    for solver in solvers:
+        for eps in CEILING_EPSILONS:
+            extra = {} if solver is None else dict(solver=solver)
+            try:
+                est = cls(epsilon=eps, delta=delta, random_state=0, **fdp_linear_kwargs(data),
+                          **extra).fit(data["X_train"], data["y_train"])
+                r2, rmse = _scores(data["y_test"], est.predict(data["X_test"]))
+            except Exception as exc:
+                _record_error(f"ceiling solver={solver} ε={eps}", exc)
+                continue
+            out.append(dict(solver=solver, epsilon=eps, test_r2=r2, test_rmse=rmse,
+                            default=solver == cls().get_params().get("solver")))
+    return out
 
 
 def _float_attr(est, name):
@@ -641,6 +679,14 @@ def markdown(meta, lines, table, target_rows, speed, missing, epsilons):
         md.append(f"| {row['target']} | {row['epsilon']:g} | {cell} | "
                   f"{row['seeds_meeting']}/{n} | {row['verdict']} |")
     md.append("")
+    ceilings = meta.get("ceilings") or []
+    if ceilings:
+        md += [f"{FDP_LINEAR.split(' (')[0]} at nearly no noise (seed 0), the ceiling of its "
+               "construction: " + "; ".join(
+                   f"`solver={c['solver']!r}`{' (default)' if c['default'] else ''} at "
+                   f"ε = {c['epsilon']:g}: R² {c['test_r2']:.4f}" if c["solver"] else
+                   f"ε = {c['epsilon']:g}: R² {c['test_r2']:.4f}" for c in ceilings)
+               + f" (non-private Ridge: {table[NONPRIVATE]['test_r2']['const'][0]:.4f}).", ""]
     diag = (meta.get("diffprivlib_diagnostic") or [])
     if diag:
         md += [f"diffprivlib's LinearRegression has no regularisation parameter (it minimises "
@@ -742,7 +788,7 @@ def main(argv=None):
     parser.add_argument("--epsilons", default="0.01,0.03,0.1,0.3,1")
     parser.add_argument("--delta", type=float, default=1e-5)
     parser.add_argument("--seeds", default="0,1,2,3,4")
-    parser.add_argument("--sections", default="accuracy,diffprivlib,speed",
+    parser.add_argument("--sections", default="accuracy,ceilings,diffprivlib,speed",
                         help="what to run; the others are carried over from the stored JSON "
                              "('none': rewrite the report from it)")
     parser.add_argument("--repeats", type=int, default=None, help="warm rounds (21)")
@@ -765,7 +811,8 @@ def main(argv=None):
     cold_repeats = args.cold_repeats or (2 if args.quick else 7)
     sections = set(args.sections.split(","))
     previous = {}
-    if sections != {"accuracy", "diffprivlib", "speed"} and (RESULTS / f"{stem}.json").exists():
+    everything = {"accuracy", "ceilings", "diffprivlib", "speed"}
+    if sections != everything and (RESULTS / f"{stem}.json").exists():
         previous = json.loads((RESULTS / f"{stem}.json").read_text())
 
     t0 = time.perf_counter()
@@ -785,6 +832,9 @@ def main(argv=None):
                            else run_private(name, make, data, epsilons, args.delta, seeds))
         for name in missing:
             lines.pop(name, None)
+    ceilings = previous.get("meta", {}).get("ceilings")
+    if "ceilings" in sections:
+        ceilings = noise_free_ceilings(data, args.delta)
     diffprivlib_meta = previous.get("diffprivlib")
     if "diffprivlib" in sections:
         dpl = run_diffprivlib(data, epsilons, args.delta, seeds)
@@ -822,6 +872,7 @@ def main(argv=None):
                 data_sha256=data_hash(data), missing_arms=missing,
                 gram_zero_eigenvalues=gram_zero_eigenvalues(data["X_train"].to_numpy()),
                 diffprivlib_diagnostic=(diffprivlib_meta or {}).get("diagnostic_huge_epsilon"),
+                ceilings=ceilings,
                 sections_run=sorted(sections), runtime_seconds=runtime, library=fingerprint)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{stem}.json").write_text(json.dumps(dict(
