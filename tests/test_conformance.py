@@ -33,6 +33,7 @@ from sklearn_fdp import (
     DPSGDClassifier,
     DPSGDFClassifier,
     DPSGDRegressor,
+    FeatureDPLinearRegression,
     FeatureDPLogisticRegression,
     FeatureDPSGDRegressor,
     PrivateMeanCenterer,
@@ -59,6 +60,9 @@ def _make(name):
         return FeatureDPLogisticRegression(private_features=["sex", "race"], epsilon=20.0,
                                            delta=1e-6, epochs=2, accountant="rdp",
                                            random_state=0)
+    if name == "FeatureDPLinearRegression":
+        return FeatureDPLinearRegression(private_features=["sex", "race"], y_bounds=(0.0, 1.0),
+                                         epsilon=20.0, delta=1e-6, random_state=0)
     if name == "DPSGDFClassifier":
         return DPSGDFClassifier(epsilon=20.0, epsilon_mean=1.0, delta=1e-6, epochs=2,
                                 accountant="rdp", random_state=0)
@@ -89,6 +93,7 @@ def _make(name):
 NAMES = [
     "DPSGDClassifier",
     "FeatureDPLogisticRegression",
+    "FeatureDPLinearRegression",
     "DPSGDFClassifier",
     "AdaMixClassifier",
     "DPSGDRegressor",
@@ -354,9 +359,10 @@ def test_feature_names_in(fitted, name):
 
 @pytest.mark.parametrize("name", [n for n in NAMES if getattr(n, "values", [n])[0]
                                   not in ("FeatureDPLogisticRegression", "MLPFeatureDP",
-                                          "FeatureDPSGDRegressor")])
+                                          "FeatureDPSGDRegressor",
+                                          "FeatureDPLinearRegression")])
 def test_no_feature_names_from_an_array(frame, name):
-    # (The three estimators above are configured by column names here.)
+    # (The four estimators above are configured by column names here.)
     X, y = frame
     est = _fit(_make(name), X.to_numpy(), y.to_numpy())
     assert not hasattr(est, "feature_names_in_")

@@ -19,6 +19,7 @@ from sklearn.preprocessing import FunctionTransformer, Normalizer, OneHotEncoder
 
 from sklearn_fdp import (
     DPSGDClassifier,
+    FeatureDPLinearRegression,
     FeatureDPLogisticRegression,
     PrivacyLeakWarning,
     privacy_report,
@@ -449,3 +450,25 @@ def test_public_name_does_not_select_a_longer_original_column():
     names = np.asarray(clf.feature_names_)
     assert list(names[clf.public_mask_]) == ["cat__age_young", "cat__age_old", "num__hours"]
     assert pipe.protected_input_columns_ == ["age_at_diagnosis"]
+
+
+def test_regressor_in_private_pipeline_and_report(data):
+    """FeatureDPLinearRegression takes the same names (sparse one-hot output too) and
+    the report says it protects the named columns and the target."""
+    X, _ = data
+    target = 2.0 * X["hours"].to_numpy() + (X["sex"] == "F").to_numpy()
+    for sparse in (False, True):
+        pipe = make_private_pipeline(
+            _ct(sparse=sparse),
+            FeatureDPLinearRegression(private_features=["sex", "race"], y_bounds=(0.0, 3.0),
+                                      epsilon=5.0, delta=1e-3, random_state=0))
+        pipe.fit(X, target)
+        reg = pipe[-1]
+        names = [str(n) for n in reg.feature_names_]
+        assert [names[i] for i in reg.private_features_] == [
+            "cat__sex_F", "cat__sex_M", "cat__race_a", "cat__race_b", "cat__race_c"]
+        assert np.isfinite(pipe.predict(X)).all()
+    report = privacy_report(pipe)
+    assert report.is_private and report.warnings == []
+    assert pipe.protected_input_columns_ == ["sex", "race"]
+    assert reg.privacy_plan_.unit == "features+label"

@@ -7,14 +7,14 @@ public or private, the blocks that involve only public values (``X_Pᵀ X_P``,
 and ``X_Pᵀ y`` when the target is public) are computed exactly, and the
 others are released once with the Gaussian mechanism:
 
-=========  ==========================  ======================  ======================
-block      entries                     add/remove sens.        replace sens.
-=========  ==========================  ======================  ======================
-``QP``     ``X_Qᵀ X~_P``               ``B_Q · P``             ``2 B_Q · P``
-``QQ``     upper triangle of X_QᵀX_Q   ``B_Q²``                ``√2 B_Q²``
-``Qy``     ``X_Qᵀ y``                  ``B_Q``                 ``2 B_Q``
-``Py``     ``X~_Pᵀ y`` (target private) ``P``                   ``2 P``
-=========  ==========================  ======================  ======================
+=========  ============================  ================  ==============
+block      entries                       add/remove sens.  replace sens.
+=========  ============================  ================  ==============
+``QP``     ``X_Qᵀ X~_P``                 ``B_Q · P``       ``2 B_Q · P``
+``QQ``     upper triangle of X_QᵀX_Q     ``B_Q²``          ``√2 B_Q²``
+``Qy``     ``X_Qᵀ y``                    ``B_Q``           ``2 B_Q``
+``Py``     ``X~_Pᵀ y`` (target private)  ``P``             ``2 P``
+=========  ============================  ================  ==============
 
 Units and bounds. Every row's public block is clipped to L2 norm ``B_P``
 and its protected block to ``B_Q`` (declared bounds, never read from the
@@ -74,8 +74,8 @@ import scipy.sparse as sp
 from .._outofcore import row_slice
 from .gaussian_mean import row_scale_factors
 
-# Rows per chunk of the one pass over the data (a dense float64 copy of a chunk).
-CHUNK_ROWS = 4096
+# Bytes of float64 working array per chunk of the one pass over the data.
+CHUNK_BYTES = 16 << 20
 
 #: The released blocks, in the order of the stacked vector.
 BLOCKS = ("QP", "QQ", "Qy", "Py")
@@ -170,44 +170,49 @@ def _clip_rows(block, bound):
     return block * row_scale_factors(block, bound, "clip")[:, None]
 
 
+def _chunk_rows(n_columns):
+    """Rows per chunk: about :data:`CHUNK_BYTES` of float64 working array."""
+    return max(256, CHUNK_BYTES // (8 * max(1, n_columns)))
+
+
 def sufficient_statistics(X, y, layout, y_bounds):
     """The exact clipped blocks of :class:`Statistics`, in one pass over row chunks.
 
     Rows' public and protected blocks are clipped to ``B_P`` / ``B_Q`` apart
     (the public block never depends on the protected values), the target to
-    ``y_bounds`` and then mapped by :func:`target_map`; everything is
-    accumulated in float64, whatever ``X``'s dtype.
+    ``y_bounds`` and then mapped by :func:`target_map`; each chunk becomes
+    ``Z = [X~_P, X_Q, y]`` in float64 (whatever ``X``'s dtype) and ``ZᵀZ``
+    is accumulated: every block is a sub-matrix of it (``yᵀy`` is computed
+    and dropped).
     """
     n = X.shape[0]
     centre, half = target_map(y_bounds, layout.fit_intercept)
     lo, hi = float(y_bounds[0]), float(y_bounds[1])
-    d_p1 = len(layout.public_idx) + int(layout.fit_intercept)
-    d_q = len(layout.private_idx)
-    G_PP = np.zeros((d_p1, d_p1))
-    A_QP = np.zeros((d_q, d_p1))
-    A_QQ = np.zeros((d_q, d_q))
-    b_Q = np.zeros(d_q)
-    b_P = np.zeros(d_p1)
+    d_p, d_q = len(layout.public_idx), len(layout.private_idx)
+    d_p1 = d_p + int(layout.fit_intercept)
+    width = d_p1 + d_q + 1
+    S = np.zeros((width, width))
     y = np.asarray(y, dtype=np.float64)
     n_clipped = 0
-    for start in range(0, n, CHUNK_ROWS):
-        stop = min(n, start + CHUNK_ROWS)
+    step = _chunk_rows(X.shape[1] + width)
+    for start in range(0, n, step):
+        stop = min(n, start + step)
         rows = row_slice(X, start, stop)
         rows = rows.toarray() if sp.issparse(rows) else rows
         rows = np.asarray(rows, dtype=np.float64)
-        pub = _clip_rows(rows[:, layout.public_idx], layout.public_bound)
+        Z = np.empty((stop - start, width))
+        Z[:, :d_p] = _clip_rows(rows[:, layout.public_idx], layout.public_bound)
         if layout.fit_intercept:
-            pub = np.hstack([pub, np.ones((stop - start, 1))])
-        priv = _clip_rows(rows[:, layout.private_idx], layout.private_bound)
+            Z[:, d_p] = 1.0
+        Z[:, d_p1:d_p1 + d_q] = _clip_rows(rows[:, layout.private_idx], layout.private_bound)
         yc = y[start:stop]
         n_clipped += int(np.count_nonzero((yc < lo) | (yc > hi)))
-        ys = (np.clip(yc, lo, hi) - centre) / half
-        G_PP += pub.T @ pub
-        A_QP += priv.T @ pub
-        A_QQ += priv.T @ priv
-        b_Q += priv.T @ ys
-        b_P += pub.T @ ys
-    return Statistics(G_PP, A_QP, (A_QQ + A_QQ.T) / 2.0, b_Q, b_P, n_clipped)
+        Z[:, -1] = (np.clip(yc, lo, hi) - centre) / half
+        S += Z.T @ Z
+    S = (S + S.T) / 2.0
+    q = slice(d_p1, d_p1 + d_q)
+    return Statistics(S[:d_p1, :d_p1].copy(), S[q, :d_p1].copy(), S[q, q].copy(),
+                      S[q, -1].copy(), S[:d_p1, -1].copy(), n_clipped)
 
 
 def _triu(A):

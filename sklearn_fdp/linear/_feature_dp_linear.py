@@ -223,10 +223,11 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
     row_norm_bounds_ : tuple of (float, float)
         ``(B_P, B_Q)`` used.
     block_noise_std_ : dict
-        Noise std of the released entries of each noisy block, in units
-        where the target is mapped to [-1, 1] (see Notes): ``"QP"``,
-        ``"QQ"`` (its diagonal; off-diagonal entries / √2), ``"Qy"``,
-        ``"Py"``; only the blocks that were noised.
+        Noise std of the released entries of each noisy block: ``"QP"``
+        (``X_QᵀX~_P``), ``"QQ"`` (``X_QᵀX_Q``: its diagonal; off-diagonal
+        entries / √2), ``"Qy"`` (``X_Qᵀy``), ``"Py"`` (``X~_Pᵀy``), the last
+        two in units where the target is mapped to [-1, 1] (see Notes);
+        only the blocks that were noised.
     noise_scale_ : float
         τ, the expected spectral norm of the noise in ``X~ᵀX~`` (public; see
         ``solver``).
@@ -365,7 +366,7 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         check_delta_vs_n(self.delta, n_samples, name)
         names = spec_feature_names(self, n_features, feature_names)
         plan = self.privacy_plan(n_samples, n_features, feature_names=names)
-        layout, y_bounds = plan.details["layout"], plan.details["y_bounds"]
+        layout, y_bounds = self._layout(plan), plan.details["y_bounds"]
         (noise_rng,) = spawn_generators(self.random_state, 1, noise=self.noise)
         system, n_clipped = release_linear_statistics(X, y, layout, y_bounds,
                                                       plan.noise_multiplier, noise_rng)
@@ -405,8 +406,9 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
 
         Computed from public quantities only (the shape, the column names
         and the parameters). Its ``details`` hold the ``public_mask``, the
-        checked ``y_bounds``, the release's ``layout`` (block sizes,
-        sensitivities and weights) and ``block_noise_std``.
+        checked ``y_bounds`` and ``row_norm_bounds``, and per released
+        block its size, sensitivity, weight and noise std (``block_sizes``,
+        ``block_sensitivities``, ``block_weights``, ``block_noise_std``).
 
         Parameters
         ----------
@@ -442,11 +444,21 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         private = np.flatnonzero(~public_mask)
         protected = ([f"x{int(i)}" for i in private] if feature_names is None
                      else [str(feature_names[int(i)]) for i in private])
-        details = dict(public_mask=public_mask, y_bounds=y_bounds, layout=layout,
+        details = dict(public_mask=public_mask, y_bounds=y_bounds, row_norm_bounds=(b_p, b_q),
+                       block_sizes=dict(layout.sizes),
+                       block_sensitivities=dict(layout.sensitivities),
+                       block_weights=dict(layout.weights),
                        block_noise_std={k: sigma / w for k, w in layout.weights.items()})
         return feature_plan(event, spent, float(self.delta), accountant, protected,
                             not self.label_public, protected_columns=private,
                             noise_multiplier=sigma, schedule=schedule, details=details)
+
+    def _layout(self, plan):
+        """The release's :class:`StatisticLayout` under ``plan`` (public; as the plan computed it)."""
+        b_p, b_q = plan.details["row_norm_bounds"]
+        return statistic_layout(plan.details["public_mask"], fit_intercept=self.fit_intercept,
+                                label_public=self.label_public, public_bound=b_p,
+                                private_bound=b_q, neighboring=self.neighboring)
 
     def predict(self, X: MatrixLike) -> np.ndarray:
         """Predict with the released linear model.

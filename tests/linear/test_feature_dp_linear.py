@@ -422,3 +422,23 @@ def test_feature_names_in_a_private_pipeline():
     frame = pd.DataFrame({"age": df["age"], "sex_M": (df["sex"] == "M").astype(float)})
     plain.fit(frame, y)
     assert plain[-1].private_features_.tolist() == [1]
+
+
+# -- the documentation ------------------------------------------------------------------
+
+
+def test_docs_regression_snippets_run(capsys):
+    import pathlib
+    import re
+
+    doc = pathlib.Path(__file__).resolve().parents[2] / "docs" / "regression.md"
+    blocks = re.findall(r"```python\n(.*?)```", doc.read_text(encoding="utf-8"), re.S)
+    assert len(blocks) >= 2
+    namespace = {}
+    for block in blocks:
+        exec(compile(block, str(doc), "exec"), namespace)  # noqa: S102 - our own docs
+    out = capsys.readouterr().out
+    assert out.count("test R²: ") >= 2
+    assert "total epsilon" in out
+    assert "the label only (label DP" in out
+    assert namespace["model"][-1].epsilon_ <= 0.1
