@@ -12,7 +12,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy import stats
-from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_regressor
 from sklearn.utils import check_random_state, get_tags
 from sklearn.utils._indexing import _safe_indexing
 from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping
@@ -486,6 +486,12 @@ default="truncated_negative_binomial"
         delta = self.delta if self.delta is not None else getattr(final, "delta", None)
         if delta is None:
             raise ValueError(f"{name}: give `delta`; {type(final).__name__} has none.")
+        if is_regressor(final):
+            raise ValueError(
+                f"{name} scores trials by their noisy validation accuracy (a count of exact "
+                f"predictions), which means nothing for the regressor {type(final).__name__}. "
+                "Choose its hyperparameters without the private data (e.g. on public or "
+                "synthetic data), or account a search of your own.")
         X, y = indexable(X, y)  # sparse to CSR, and the same length (as sklearn's search CVs)
         # Before any trial: a text column seen by the validation split only
         # would fail a trial's predict with numpy's message. A Pipeline's

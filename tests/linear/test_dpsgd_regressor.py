@@ -315,3 +315,47 @@ def test_pipeline_grid_search_and_privacy_report(data):
     # The fit's ε, re-accounted by the report (PLD, as the fit's "auto" accountant).
     assert report.epsilon_pld == pytest.approx(reg.epsilon_, rel=1e-3)
     assert report.protected_unit.startswith("whole record")
+
+
+@pytest.mark.parametrize("path", ["blas", "fused"])
+def test_out_of_core_memmap_gives_the_in_memory_model(data, tmp_path, monkeypatch, path):
+    from sklearn_fdp import _outofcore
+    from sklearn_fdp._engine import _linear as engine_linear
+
+    monkeypatch.setattr(_outofcore, "STREAM_MIN_BYTES", 0)  # stream even this small array
+    if path == "fused":
+        monkeypatch.setattr(engine_linear, "FUSED_MIN_GATHER_BYTES", 0)
+    X, y = data
+    mm = np.lib.format.open_memmap(tmp_path / "X.npy", mode="w+", dtype=X.dtype, shape=X.shape)
+    mm[:] = X
+    mm.flush()
+    mm = np.load(tmp_path / "X.npy", mmap_mode="r")
+    assert _outofcore.should_stream(mm)
+    params = dict(loss="huber", loss_epsilon=1.0, epsilon=2.0, epochs=2, y_bounds=BOUNDS,
+                  random_state=0)
+    a = DPSGDRegressor(**params).fit(mm, y)
+    b = DPSGDRegressor(**params).fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.intercept_, b.intercept_)
+
+
+def test_progress_hook_and_verbose(data, capsys):
+    from sklearn_fdp import progress_hook
+
+    X, y = data
+    calls = []
+    with progress_hook(lambda done, total: calls.append((done, total))):
+        reg = DPSGDRegressor(epochs=1, y_bounds=BOUNDS, verbose=1, random_state=0).fit(X, y)
+    assert calls[-1] == (reg.steps_, reg.steps_)
+    assert "ε spent" in capsys.readouterr().out
+
+
+def test_private_search_refuses_a_regressor(data):
+    # Its released score is a noisy count of exact predictions: meaningless for a regressor.
+    from sklearn_fdp.model_selection import PrivateRandomizedSearchCV
+
+    X, y = data
+    search = PrivateRandomizedSearchCV(DPSGDRegressor(y_bounds=BOUNDS),
+                                       {"learning_rate": [0.1, 1.0]}, n_iter=2, epsilon=1.0)
+    with pytest.raises(ValueError, match="accuracy.*DPSGDRegressor"):
+        search.fit(X, y)

@@ -229,3 +229,22 @@ def test_in_a_private_pipeline(data):
     assert pipe[-1].private_features_.tolist() == [3, 4]
     report = privacy_report(pipe)
     assert "sex" in str(report)
+
+
+@pytest.mark.parametrize("label_public", [True, False])
+def test_out_of_core_memmap_gives_the_in_memory_model(data, tmp_path, monkeypatch,
+                                                      label_public):
+    from sklearn_fdp import _outofcore
+
+    monkeypatch.setattr(_outofcore, "STREAM_MIN_BYTES", 0)
+    X, y = data
+    mm = np.lib.format.open_memmap(tmp_path / "X.npy", mode="w+", dtype=X.dtype, shape=X.shape)
+    mm[:] = X
+    mm.flush()
+    mm = np.load(tmp_path / "X.npy", mmap_mode="r")
+    params = dict(private_features=[3, 4], label_public=label_public, y_bounds=BOUNDS,
+                  epochs=2, random_state=0)
+    a = FeatureDPSGDRegressor(**params).fit(mm, y)
+    b = FeatureDPSGDRegressor(**params).fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.intercept_, b.intercept_)
