@@ -24,10 +24,11 @@ ESTIMATORS = [
     # private too, so the spec is valid whatever the number of columns.
     FeatureDPLogisticRegression(private_features=[0], epsilon=50.0, delta=1e-9, epochs=5,
                                 accountant="rdp", random_state=0),
-    # Column 0 private, target private; y_bounds wide enough for the checks' targets
-    # (regression checks draw them from make_regression, up to a few hundred).
-    FeatureDPLinearRegression(private_features=[0], y_bounds=(-1000.0, 1000.0), epsilon=50.0,
-                              delta=1e-9, random_state=0),
+    # Column 0 private, target private; y_bounds and row_norm_bounds wide enough for the
+    # checks' data (targets from make_regression, up to a few hundred): nothing clipped.
+    FeatureDPLinearRegression(private_features=[0], y_bounds=(-1000.0, 1000.0),
+                              row_norm_bounds=1000.0, epsilon=50.0, delta=1e-9,
+                              random_state=0),
     DPSGDFClassifier(epsilon=50.0, epsilon_mean=1.0, delta=1e-9, epochs=5, accountant="rdp",
                      random_state=0),
     PrivateMeanCenterer(epsilon=50.0, delta=1e-9, random_state=0),

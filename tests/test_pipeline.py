@@ -461,7 +461,8 @@ def test_regressor_in_private_pipeline_and_report(data):
         pipe = make_private_pipeline(
             _ct(sparse=sparse),
             FeatureDPLinearRegression(private_features=["sex", "race"], y_bounds=(0.0, 3.0),
-                                      epsilon=5.0, delta=1e-3, random_state=0))
+                                      row_norm_bounds=(10.0, 2.0), epsilon=5.0, delta=1e-3,
+                                      random_state=0))
         pipe.fit(X, target)
         reg = pipe[-1]
         names = [str(n) for n in reg.feature_names_]

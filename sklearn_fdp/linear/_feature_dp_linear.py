@@ -160,7 +160,10 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         :func:`~sklearn_fdp.preprocessing.row_norm_bounds` of the schema of a
         :func:`~sklearn_fdp.preprocessing.make_tabular_preprocessor`) gives
         the tightest bounds of that preprocessor's output. Must be > 0
-        (0 allowed for an empty block).
+        (0 allowed for an empty block). ``fit`` warns (:class:`FdpWarning`)
+        with the number of rows whose public block was clipped (computed
+        from the public columns: free); protected blocks are clipped
+        silently.
     alpha : float, default=1.0
         Ridge penalty ``α ‖w‖²`` (the intercept is not penalised), >= 0, as
         in :class:`sklearn.linear_model.Ridge`.
@@ -169,18 +172,21 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         cost). ``"residual"``: the exact public model first (public columns
         and intercept; with a private target from the noisy ``X~_Pᵀy``, its
         ridge raised by the noise's expected norm ``τ_b``), then the
-        protected columns, centred by their noisy means, fitted to its
-        residual with the ridge raised by ``τ`` (see ``noise_scale_``): as
-        the noise grows, the model falls back to the public one. ``"joint"``:
-        the whole noisy system ``(X~ᵀX~ + α D) θ = X~ᵀy`` at once, its
-        eigenvalues below ``τ`` raised to ``τ``; with negligible noise it is
-        ``Ridge(alpha)`` on the clipped data, but noisier at small ε. On a
-        validation split of adult.data (target hours-per-week, Adult's
-        protected columns private, target public, 3 seeds), validation R²
-        ``"residual"`` / ``"joint"``: 0.143 / 0.052 at ε = 0.03, 0.155 /
-        0.105 at ε = 0.1, 0.166 / 0.145 at ε = 0.3, 0.174 / 0.174 at ε = 1
-        (public-only Ridge 0.128, non-private Ridge 0.198); with the target
-        private too they are within 0.004 of each other.
+        protected columns fitted to its residual, residualised on the
+        public directions whose eigenvalue exceeds the noise scale ``τ``
+        (``noise_scale_``), with the ridge raised by ``τ``: as the noise
+        grows, the model falls back to the public one. ``"joint"``: the
+        whole noisy system ``(X~ᵀX~ + α D) θ = X~ᵀy`` at once, its
+        eigenvalues below ``τ`` raised to ``τ``. Both are ``Ridge(alpha)``
+        on the clipped data when the noise is negligible. On a validation
+        split of adult.data (target hours-per-week, Adult's protected
+        columns private, 3 seeds; public-only Ridge 0.128, non-private
+        Ridge 0.198), validation R² ``"residual"`` / ``"joint"``, target
+        public: 0.144 / 0.018 at ε = 0.01, 0.150 / 0.070 at ε = 0.03, 0.159
+        / 0.118 at ε = 0.1, 0.168 / 0.152 at ε = 0.3, 0.180 / 0.177 at ε = 1,
+        0.194 / 0.194 at ε = 3; target private too: 0.030 / 0.042 at
+        ε = 0.03, 0.082 / 0.094 at ε = 0.1, 0.163 / 0.164 at ε = 1 (so
+        ``"joint"`` may serve better there).
     [[fit_intercept]]
     [[epsilon]]
     [[delta]]
@@ -248,7 +254,9 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
     triangle, off-diagonal × √2): ``B_Q²``; ``X_Qᵀy``: ``B_Q``; ``X~_Pᵀy``:
     ``P``; under replacement twice these, but ``√2 B_Q²`` for ``X_QᵀX_Q``.
     The block weights minimise the total noise variance of the released
-    system (``w_k² ∝ sqrt(m_k) / c_k``) and are scaled so that the stacked
+    system (``w_k² ∝ sqrt(m_k) / c_k``), that of ``X_QᵀX~_P`` then halved
+    (the residual solver uses it only through a few projections; chosen on
+    a validation split of adult.data), and are scaled so that the stacked
     vector's sensitivity is 1 (add/remove) or 2 (replace; the accounting's
     convention). Positive definiteness: every matrix the solver inverts has
     its eigenvalues below its noise scale raised to it (a rule from σ and
@@ -266,9 +274,10 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
     ----------
     Mahloujifar, Guo et al., "Machine Learning with Privacy for Protected
     Attributes" (Def. 5/6). Sufficient-statistic perturbation for linear
-    regression: Wang, "Revisiting differentially private linear
-    regression", NeurIPS 2018; Sheffet, "Differentially private ordinary
-    least squares", ICML 2017.
+    regression: Sheffet, "Differentially Private Ordinary Least Squares",
+    ICML 2017 (arXiv:1507.02482); Wang, "Revisiting differentially private
+    linear regression: optimal and adaptive prediction & estimation in
+    unbounded domain", UAI 2018 (arXiv:1803.02596).
 
     Examples
     --------
@@ -368,9 +377,19 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         plan = self.privacy_plan(n_samples, n_features, feature_names=names)
         layout, y_bounds = self._layout(plan), plan.details["y_bounds"]
         (noise_rng,) = spawn_generators(self.random_state, 1, noise=self.noise)
-        system, n_clipped = release_linear_statistics(X, y, layout, y_bounds,
-                                                      plan.noise_multiplier, noise_rng)
-        if n_clipped:
+        system, stats = release_linear_statistics(X, y, layout, y_bounds,
+                                                  plan.noise_multiplier, noise_rng)
+        if stats.n_public_clipped:
+            # Read off the public columns only: free.
+            warnings.warn(
+                f"{stats.n_public_clipped} of {n_samples} rows of {name} have public columns "
+                f"of L2 norm above the public row-norm bound {layout.public_bound!r} and were "
+                "clipped to it, so the model sees other public values than predict does. "
+                "Scale the columns to a data-independent range (e.g. "
+                "sklearn_fdp.preprocessing.make_tabular_preprocessor) and pass its "
+                "row_norm_bounds(schema), or declare a larger bound.", FdpWarning, stacklevel=2)
+        if stats.n_clipped:
+            n_clipped = stats.n_clipped
             warnings.warn(
                 f"{n_clipped} of {n_samples} targets of {name} lay outside y_bounds="
                 f"{self.y_bounds!r} and were clipped to it. If the bounds are too narrow, "

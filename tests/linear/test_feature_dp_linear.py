@@ -106,25 +106,39 @@ def test_joint_solver_with_tiny_noise_is_ridge_on_clipped_data(data, label_publi
     assert bound < 1e-3 * np.linalg.norm(want)  # the check is tight
 
 
-def test_residual_solver_with_tiny_noise_is_the_two_stage_fit(data):
+def test_residual_solver_with_tiny_noise_is_ridge_too(data):
+    """Every public direction is kept when τ is tiny: the residual solve is exact FWL."""
+    X, y = data
+    kwargs = dict(private_features=PRIVATE, label_public=True, y_bounds=(-3, 4), alpha=1.0,
+                  epsilon=None, noise_multiplier=1e-3, random_state=0)
+    residual = FeatureDPLinearRegression(solver="residual", **kwargs).fit(X, y)
+    ref = Ridge(alpha=1.0, solver="cholesky").fit(X, y)
+    centre, half = ls.target_map((-3, 4), True)
+    Xa = np.hstack([X, np.ones((N, 1))])
+    A = Xa.T @ Xa + np.diag([1.0] * D + [0.0])
+    theta = np.r_[ref.coef_, ref.intercept_ - centre] / half
+    # The joint solve's perturbation bound, doubled for the protected step's ridge α + τ.
+    bound = 2 * _perturbation_bound(A, residual.noise_scale_, theta) * half
+    got = np.r_[residual.coef_, residual.intercept_]
+    want = np.r_[ref.coef_, ref.intercept_]
+    assert np.linalg.norm(got - want) <= bound
+    assert bound < 1e-3 * np.linalg.norm(want)
+
+
+def test_residual_solver_keeps_the_exact_public_model_under_huge_noise(data):
+    """τ above every public eigenvalue: no direction is kept, the public part is the
+    exact public-only Ridge (target public) and the protected part adds to it."""
     X, y = data
     est = FeatureDPLinearRegression(private_features=PRIVATE, label_public=True,
                                     y_bounds=(-3, 4), alpha=1.0, epsilon=None,
-                                    noise_multiplier=1e-3, random_state=0).fit(X, y)
+                                    noise_multiplier=1e6, random_state=0).fit(X, y)
+    assert est.noise_scale_ > 2 * N  # above the largest public eigenvalue (about n)
     public = [j for j in range(D) if j not in PRIVATE]
     centre, half = ls.target_map((-3, 4), True)
-    ys = (y - centre) / half
-    stage1 = Ridge(alpha=1.0).fit(X[:, public], ys)
-    resid = ys - stage1.predict(X[:, public])
-    Q = X[:, PRIVATE] - X[:, PRIVATE].mean(axis=0)
-    theta_q = np.linalg.solve(Q.T @ Q + (1.0 + est.noise_scale_) * np.eye(len(PRIVATE)),
-                              Q.T @ resid)
-    coef = np.zeros(D)
-    coef[public] = stage1.coef_
-    coef[PRIVATE] = theta_q
-    intercept = stage1.intercept_ - X[:, PRIVATE].mean(axis=0) @ theta_q
-    np.testing.assert_allclose(est.coef_, coef * half, rtol=0, atol=2e-3)
-    assert abs(est.intercept_ - (intercept * half + centre)) < 2e-3
+    ref = Ridge(alpha=1.0).fit(X[:, public], np.clip(y, -3, 4))
+    np.testing.assert_allclose(est.coef_[public], ref.coef_, rtol=1e-8, atol=1e-10)
+    assert est.intercept_ == pytest.approx(ref.intercept_, rel=1e-8)
+    assert np.all(np.isfinite(est.coef_[PRIVATE]))
 
 
 # -- the release: exact public blocks, noise as accounted --------------------------
@@ -154,7 +168,7 @@ def test_noise_is_sigma_on_the_stacked_vector_and_sigma_over_w_per_block(data):
     """The released minus the exact blocks, per block, over the std the plan says:
     N(0, 1) entries (chi-square tolerance on the sample variance)."""
     X, y = data
-    X = np.hstack([X] * 4)  # 24 columns, 8 protected: 8 x 17 + 36 + 8 + 17 entries
+    X = np.hstack([X] * 4) / 2  # 24 columns, 8 protected: 8 x 17 + 36 + 8 + 17 entries
     private = list(range(8))
     est = FeatureDPLinearRegression(private_features=private, y_bounds=(-3, 4),
                                     epsilon=1.0, random_state=3)
@@ -219,9 +233,9 @@ def test_solution_is_finite_under_huge_noise_and_singular_data(solver):
     for sigma in (1e-3, 1.0, 1e4):
         for alpha in (0.0, 1.0):
             est = FeatureDPLinearRegression(private_features=[0, 3], y_bounds=(-3, 3),
-                                            alpha=alpha, solver=solver, epsilon=None,
-                                            noise_multiplier=sigma, random_state=0,
-                                            delta=1e-3).fit(X, y)
+                                            row_norm_bounds=2.0, alpha=alpha, solver=solver,
+                                            epsilon=None, noise_multiplier=sigma,
+                                            random_state=0, delta=1e-3).fit(X, y)
             assert np.all(np.isfinite(est.coef_)) and np.isfinite(est.intercept_)
             assert np.all(np.isfinite(est.predict(X)))
 
@@ -285,13 +299,24 @@ def test_row_norm_bound_errors(data, value, match):
 
 def test_row_norm_bounds_from_a_schema(data):
     X, y = data
-    bounds = RowNormBounds(1.0, 0.6, 0.8)
+    bounds = RowNormBounds(1.0, 0.9, 0.8)
     est = FeatureDPLinearRegression(private_features=PRIVATE, y_bounds=(-3, 4),
                                     row_norm_bounds=bounds, random_state=0).fit(X, y)
-    assert est.row_norm_bounds_ == (0.6, 0.8)
+    assert est.row_norm_bounds_ == (0.9, 0.8)
     # A schema without protected columns gives 0 for the protected block: fine for label DP.
     FeatureDPLinearRegression(private_features=[], y_bounds=(-3, 4),
                               row_norm_bounds=RowNormBounds(1.0, 1.0, 0.0)).fit(X, y)
+
+
+def test_public_rows_above_their_bound_are_counted_in_a_warning(data):
+    """Free (public columns only); protected rows above theirs are not counted."""
+    X, y = data
+    X = X.copy()
+    X[:5, 2:] = 3.0  # 5 public blocks above 1
+    X[5:9, :2] = 3.0  # 4 protected blocks above 1: not reported
+    with pytest.warns(FdpWarning, match=r"^5 of 3000 rows .* public columns"):
+        FeatureDPLinearRegression(private_features=PRIVATE, y_bounds=(-3, 4),
+                                  random_state=0).fit(X, y)
 
 
 def test_input_is_not_mutated(data):
@@ -409,7 +434,8 @@ def test_feature_names_in_a_private_pipeline():
                             sparse_threshold=1.0)
     pipe = make_private_pipeline(
         pre, FeatureDPLinearRegression(private_features=["sex"], label_public=True,
-                                       y_bounds=(-1, 4), epsilon=1.0, random_state=0))
+                                       y_bounds=(-1, 4), row_norm_bounds=(2.0, 1.0),
+                                       epsilon=1.0, random_state=0))
     pipe.fit(df, y)
     reg = pipe[-1]
     assert reg.private_features_.tolist() == [2, 3]
@@ -418,7 +444,8 @@ def test_feature_names_in_a_private_pipeline():
     # A plain pipeline on a DataFrame output works with names too.
     plain = make_pipeline(FunctionTransformer(lambda Z: Z),
                           FeatureDPLinearRegression(private_features=["sex_M"],
-                                                    y_bounds=(-1, 4), random_state=0))
+                                                    y_bounds=(-1, 4), row_norm_bounds=2.0,
+                                                    random_state=0))
     frame = pd.DataFrame({"age": df["age"], "sex_M": (df["sex"] == "M").astype(float)})
     plain.fit(frame, y)
     assert plain[-1].private_features_.tolist() == [1]
