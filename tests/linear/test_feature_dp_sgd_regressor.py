@@ -248,3 +248,14 @@ def test_out_of_core_memmap_gives_the_in_memory_model(data, tmp_path, monkeypatc
     b = FeatureDPSGDRegressor(**params).fit(X, y)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     np.testing.assert_array_equal(a.intercept_, b.intercept_)
+
+
+def test_auto_alpha_is_one_for_a_private_target(data):
+    # α < 1 would shrink the fit of a private target towards the centre (a
+    # bias in every prediction); with a public target the classifier's rule.
+    X, y = data
+    private = FeatureDPSGDRegressor(private_features=[3], y_bounds=BOUNDS, epsilon=0.05,
+                                    epochs=1, random_state=0).fit(X, y)
+    public = FeatureDPSGDRegressor(private_features=[3], label_public=True, y_bounds=BOUNDS,
+                                   epsilon=0.05, epochs=1, random_state=0).fit(X, y)
+    assert private.alpha_ == 1.0 and public.alpha_ < 1.0
