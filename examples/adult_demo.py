@@ -12,7 +12,11 @@ in the docs is ``--figure docs/figures/adult_demo.png``):
   spends no privacy on them,
 * DPSGDClassifier (DP-SGD: every whole record protected) at a few ε,
 * FeatureDPLogisticRegression (feature DP: only the protected attributes are
-  protected, the other columns and the label are public) at the same ε.
+  protected, the other columns and the label are public) at the same ε,
+* and one regression line: FeatureDPLinearRegression predicting
+  hours-per-week from the 13 other columns (the protected ones private) at
+  ε = 1, its test R² (``benchmarks/bench_regression.py`` has the whole
+  comparison).
 
 Every model uses the same data-independent features
 (:func:`sklearn_fdp.datasets.make_adult_preprocessor`: fixed category lists,
@@ -36,8 +40,10 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 
-from sklearn_fdp import DPSGDClassifier, FeatureDPLogisticRegression
-from sklearn_fdp.datasets import ADULT_PROTECTED, load_adult, make_adult_preprocessor
+from sklearn_fdp import DPSGDClassifier, FeatureDPLinearRegression, FeatureDPLogisticRegression
+from sklearn_fdp.datasets import ADULT_PROTECTED, adult_schema, load_adult, make_adult_preprocessor
+from sklearn_fdp.pipeline import make_private_pipeline
+from sklearn_fdp.preprocessing import make_tabular_preprocessor, row_norm_bounds
 
 DEFAULT_FIGURE = pathlib.Path("build") / "adult_demo.png"
 
@@ -123,6 +129,16 @@ def main(argv=None):
           "run, never above the target. DP protects whole records; feature DP protects only "
           "the protected attributes and does not hide membership. Public columns: "
           f"{len(public_cols)} of {X_train.shape[1]} raw columns.)")
+
+    # Regression: hours-per-week from the 13 other columns, the protected ones private.
+    schema = adult_schema()
+    del schema["numeric"]["hours-per-week"]  # the target is not a feature
+    reg = make_private_pipeline(make_tabular_preprocessor(schema), FeatureDPLinearRegression(
+        private_features=protected, label_public=True, y_bounds=(1, 99),
+        row_norm_bounds=row_norm_bounds(schema), epsilon=1.0, delta=args.delta,
+        random_state=0)).fit(X_train, X_train["hours-per-week"])
+    print(f"\nFeatureDPLinearRegression, hours-per-week: test R² "
+          f"{reg.score(X_test, X_test['hours-per-week']):.3f} at ε = {reg[-1].epsilon_:.2f}")
 
     _plot(rows, baseline_acc, public_acc, args)
 
