@@ -541,3 +541,120 @@ def fdp_csr_public_sum(indptr, indices, data, idx, y, theta, code, fit_intercept
         if fit_intercept:
             for c in range(k):
                 out[d, c] += rp[c]
+
+
+@njit(cache=True)
+def fdp_csr_step(indptr, indices, data, idx, pub_idx, y, theta, code, fit_intercept, public,
+                 pub_norm_sq, label_public, prior, clip, out, pub_out):
+    """Both oracles of one step of FDP Algorithm 1 in one compiled call.
+
+    :func:`fdp_csr_private_sum` over ``idx`` into ``out`` and
+    :func:`fdp_csr_public_sum` over ``pub_idx`` into ``pub_out`` (arguments
+    as there), the two batches' rows interleaved (one private row, then one
+    public row): the work of the two is independent, and overlaps in the
+    CPU. Each sum adds its rows in batch order with the same operations as
+    those kernels (their loop bodies, copied: a shared ``inline`` helper
+    costs reference counting per row), so both are bit for bit theirs.
+    """
+    d = theta.shape[0] - (1 if fit_intercept else 0)
+    k = theta.shape[1]
+    target = _clip_target(clip, out, theta.shape[0] + 2 * k)
+    z = np.empty(k)
+    zp = np.empty(k)
+    r = np.empty(k)
+    rp = np.empty(k)
+    zq = np.empty(k)
+    rq = np.empty(k)
+    n_priv = idx.shape[0]
+    n_pub = pub_idx.shape[0]
+    for ii in range(max(n_priv, n_pub)):
+        if ii < n_priv:
+            i = idx[ii]
+            _prefetch_csr_rows(indptr, indices, data, idx, ii)
+            for c in range(k):
+                z[c] = theta[d, c] if fit_intercept else 0.0
+                zp[c] = z[c]
+            xq_sq = 0.0
+            if k == 1:  # binary: scalar decision values, kept in registers
+                z0 = z[0]
+                zp0 = zp[0]
+                for p in range(indptr[i], indptr[i + 1]):
+                    j = indices[p]
+                    v = data[p]
+                    m = public[j]
+                    xq_sq += (1.0 - m) * (v * v)
+                    u = v * theta[j, 0]
+                    z0 += u
+                    zp0 += m * u
+                z[0] = z0
+                zp[0] = zp0
+            else:
+                for p in range(indptr[i], indptr[i + 1]):
+                    j = indices[p]
+                    v = data[p]
+                    m = public[j]
+                    xq_sq += (1.0 - m) * (v * v)
+                    for c in range(k):
+                        u = v * theta[j, c]
+                        z[c] += u
+                        zp[c] += m * u
+            residual_row(z, y[i], code, r)
+            _public_residual_row(zp, y[i], code, label_public, prior, rp)
+            dd = 0.0
+            rr = 0.0
+            for c in range(k):
+                rp[c] = r[c] - rp[c]  # now D = r − r_pub
+                dd += rp[c] * rp[c]
+                rr += r[c] * r[c]
+            s = _clip_factor(pub_norm_sq[i] * dd + xq_sq * rr, target)
+            for c in range(k):
+                rp[c] *= s
+                r[c] *= s
+            if k == 1:
+                d0 = rp[0]
+                r0 = r[0]
+                for p in range(indptr[i], indptr[i + 1]):
+                    j = indices[p]
+                    m = public[j]
+                    out[j, 0] += data[p] * (m * d0 + (1.0 - m) * r0)
+            else:
+                for p in range(indptr[i], indptr[i + 1]):
+                    j = indices[p]
+                    v = data[p]
+                    m = public[j]
+                    for c in range(k):
+                        out[j, c] += v * (m * rp[c] + (1.0 - m) * r[c])
+            if fit_intercept:
+                for c in range(k):
+                    out[d, c] += rp[c]
+        if ii < n_pub:
+            i = pub_idx[ii]
+            _prefetch_csr_rows(indptr, indices, data, pub_idx, ii)
+            if k == 1:  # binary: scalars, kept in registers
+                zq0 = theta[d, 0] if fit_intercept else 0.0
+                for p in range(indptr[i], indptr[i + 1]):
+                    zq0 += (data[p] * public[indices[p]]) * theta[indices[p], 0]
+                zq[0] = zq0
+            else:
+                for c in range(k):
+                    zq[c] = theta[d, c] if fit_intercept else 0.0
+                for p in range(indptr[i], indptr[i + 1]):
+                    j = indices[p]
+                    v = data[p] * public[j]
+                    for c in range(k):
+                        zq[c] += v * theta[j, c]
+            _public_residual_row(zq, y[i], code, label_public, prior, rq)
+            if k == 1:
+                rq0 = rq[0]
+                for p in range(indptr[i], indptr[i + 1]):
+                    j = indices[p]
+                    pub_out[j, 0] += (data[p] * public[j]) * rq0
+            else:
+                for p in range(indptr[i], indptr[i + 1]):
+                    j = indices[p]
+                    v = data[p] * public[j]
+                    for c in range(k):
+                        pub_out[j, c] += v * rq[c]
+            if fit_intercept:
+                for c in range(k):
+                    pub_out[d, c] += rq[c]

@@ -111,6 +111,32 @@ def dense_columns_to_csr(X, cols, indptr, indices, data):
 
 
 @njit(cache=True)
+def dense_to_csr_capped(X, indptr, indices, data):
+    """Fill the canonical CSR arrays of dense ``X`` in one pass, or give up.
+
+    ``indices`` and ``data`` hold ``cap + X.shape[1]`` entries; returns the
+    number of non-zeros, or -1 as soon as it exceeds ``cap`` (the arrays are
+    then partly written). :func:`dense_columns_to_csr` of every column
+    without the counting pass of :func:`dense_columns_csr_size`: X is read
+    once, not twice.
+    """
+    n_cols = X.shape[1]
+    cap = indices.shape[0] - n_cols
+    p = 0
+    indptr[0] = 0
+    for i in range(X.shape[0]):
+        for c in range(n_cols):
+            v = X[i, c]
+            indices[p] = c
+            data[p] = v
+            p += v != 0
+        if p > cap:
+            return -1
+        indptr[i + 1] = p
+    return p
+
+
+@njit(cache=True)
 def csr_masked_squared_norms(indptr, indices, data, mask, out):
     """``out[i] = Σ_p mask[j_p] data[p]²`` over row ``i`` (``mask`` 0.0 / 1.0 per column)."""
     for i in range(indptr.shape[0] - 1):

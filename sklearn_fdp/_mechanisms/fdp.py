@@ -77,8 +77,10 @@ from .._kernels import (
     csr_masked_squared_norms,
     dense_columns_csr_size,
     dense_columns_to_csr,
+    dense_to_csr_capped,
     fdp_csr_private_sum,
     fdp_csr_public_sum,
+    fdp_csr_step,
     loss_code,
 )
 from .._outofcore import column_subset_squared_norms, map_rows, take_rows
@@ -112,11 +114,17 @@ def _fused_rows(X):
     if not (isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype == np.float64
             and X.size):
         return None
-    cols = np.arange(X.shape[1], dtype=np.intp)
-    nnz = dense_columns_csr_size(X, cols)
-    if nnz > _FUSED_MAX_DENSITY * X.size:
+    # One pass (no counting pass first) into room for the densest X accepted.
+    cap = int(_FUSED_MAX_DENSITY * X.size)
+    room = cap + X.shape[1]
+    index = np.int32 if room < np.iinfo(np.int32).max else np.int64
+    indptr = np.empty(X.shape[0] + 1, dtype=index)
+    indices = np.empty(room, dtype=index)
+    data = np.empty(room, dtype=X.dtype)
+    nnz = dense_to_csr_capped(X, indptr, indices, data)
+    if nnz < 0:
         return None
-    return _dense_to_csr(X, cols, nnz)
+    return indptr, indices[:nnz], data[:nnz]
 
 
 def _dense_to_csr(X, cols, nnz):
@@ -366,6 +374,28 @@ class FeatureDPPrivateOracle:
         # The fused CSR passes know the log loss only; the regression losses
         # take the numpy path.
         self._fused_loss = loss.loss == "log_loss"
+        # The public oracle whose batch this one computes in the same compiled
+        # pass (see :meth:`fuse_public`), or None.
+        self._partner = None
+
+    def fuse_public(self, public):
+        """Compute ``public``'s step in the same compiled pass as this oracle's (CSR path).
+
+        For the engine's order of calls: ``self(idx, θ)``, then ``public(θ)``
+        with the same ``θ``, every step. Each private call then also draws
+        ``public``'s batch (from its own stream: the draws are the same
+        whichever oracle makes them) and both sums are made by one
+        :func:`~sklearn_fdp._kernels.fdp_csr_step` over the two batches' rows
+        interleaved; ``public(θ)`` returns the sum so made. Both results are
+        bit for bit those of the separate calls. Any other order raises.
+        """
+        if public.view is not self.view or public.loss is not self.loss:
+            raise ValueError("fuse_public needs the public oracle of the same alg1_oracles.")
+        self._partner = public
+        return self
+
+    def _fused(self, theta):
+        return self.view.csr is not None and theta.dtype == np.float64 and self._fused_loss
 
     def _decision(self, Xb, theta):
         Z = np.asarray(Xb @ theta[: self.n_features])
@@ -387,9 +417,22 @@ class FeatureDPPrivateOracle:
     def __call__(self, idx, theta):
         """Sum over ``idx`` of the private per-example gradients clipped to ``C``."""
         out = np.zeros_like(theta)
+        if self._partner is not None and self._fused(theta):
+            public = self._partner
+            pub_idx = public.sampler.sample()
+            pub_out = np.zeros_like(theta)
+            fdp_csr_step(
+                *self.view.csr, np.asarray(idx, dtype=np.intp),
+                np.asarray(pub_idx, dtype=np.intp), self._y_kernel, theta, self._code,
+                self.fit_intercept, self.view.public_f64, self.view.pub_norm_sq_i,
+                self.label_public, label_prior(self.loss.n_outputs), self.max_grad_norm,
+                out, pub_out)
+            pub_out /= len(pub_idx)
+            public._hand_over(theta, pub_out)
+            return out
         if len(idx) == 0:
             return out
-        if self.view.csr is not None and theta.dtype == np.float64 and self._fused_loss:
+        if self._fused(theta):
             fdp_csr_private_sum(
                 *self.view.csr, np.asarray(idx, dtype=np.intp), self._y_kernel, theta,
                 self._code, self.fit_intercept, self.view.public_f64, self.view.pub_norm_sq_i,
@@ -457,8 +500,23 @@ class FeatureDPPublicOracle:
         # The fused CSR passes know the log loss only; the regression losses
         # take the numpy path.
         self._fused_loss = loss.loss == "log_loss"
+        # (θ, mean) of this step, made by the private oracle (fuse_public).
+        self._pending = None
+
+    def _hand_over(self, theta, mean):
+        if self._pending is not None:
+            raise RuntimeError("Fused FDP oracles: the private oracle ran twice without "
+                               "the public one; call them in the engine's order.")
+        self._pending = (theta, mean)
 
     def __call__(self, theta):
+        if self._pending is not None:
+            made_for, mean = self._pending
+            self._pending = None
+            if made_for is not theta:
+                raise RuntimeError("Fused FDP oracles: the public oracle was called with "
+                                   "another θ than the private one of this step.")
+            return mean
         idx = self.sampler.sample()
         if self.view.csr is not None and theta.dtype == np.float64 and self._fused_loss:
             out = np.zeros_like(theta)

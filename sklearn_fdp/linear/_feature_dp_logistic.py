@@ -170,6 +170,7 @@ def _fit_alg1(est, X, y, loss, plan, gens):
         X, y, loss, **_public_part(est, plan), max_grad_norm=plan.details["max_grad_norm"],
         public_batch_size=plan.details["public_batch_size"], public_rng=gens[_PUBLIC],
         noise=est.noise, rows=rows, pub_norm_sq=norms)
+    private.fuse_public(public)  # both batches in one compiled pass a step (same results)
     theta0 = _pretrained(est, X, y, loss, plan, gens[_INIT], rows=private.view.csr)
     alpha = (_auto_alpha(plan.noise_multiplier * private.max_grad_norm,
                          plan.schedule.batch_size, theta0.shape[0])

@@ -625,6 +625,67 @@ def test_fused_oracles_match_the_numpy_path(k, label_public, fit_intercept):
     assert sum(norm > 0.199 for norm in norms) > 10  # many were clipped: the bound is hit
 
 
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("label_public", [True, False])
+def test_fused_step_is_bit_for_bit_the_two_oracles(k, label_public):
+    """fuse_public: one compiled pass for both batches gives exactly the separate sums,
+    batch after batch (empty private batches and batches of unequal sizes included),
+    and calling the oracles out of the engine's order raises."""
+    from sklearn_fdp._mechanisms.fdp import alg1_oracles
+
+    n, d = 300, 25
+    X = _one_hot_like(n, d, seed=k)
+    y = np.random.default_rng(7).integers(0, max(k, 2), n)
+    loss = LinearLoss("log_loss", k)
+    y_enc = loss.encode(y)
+    public_mask = np.arange(d) % 3 != 0
+
+    def oracles():
+        return alg1_oracles(X, y_enc, loss, public_mask=public_mask, label_public=label_public,
+                            public_loss="mask", fit_intercept=True, max_grad_norm=0.2,
+                            public_batch_size=40, public_rng=np.random.default_rng(3),
+                            noise="default")
+
+    sep_private, sep_public = oracles()
+    fused_private, fused_public = oracles()
+    fused_private.fuse_public(fused_public)
+    rng = np.random.default_rng(9)
+    for idx in (np.arange(0, n, 3), np.array([], dtype=np.intp), np.arange(0, n, 50),
+                np.sort(rng.choice(n, 120, replace=False))):
+        theta = rng.normal(scale=2.0, size=(d + 1, k))
+        got = fused_private(idx, theta)
+        assert np.array_equal(got, sep_private(idx, theta))
+        assert np.array_equal(fused_public(theta), sep_public(theta))
+    theta = np.zeros((d + 1, k))
+    fused_private(idx, theta)
+    with pytest.raises(RuntimeError, match="private oracle ran twice"):
+        fused_private(idx, theta)
+    fused_private, fused_public = oracles()
+    fused_private.fuse_public(fused_public)
+    fused_private(idx, theta)
+    with pytest.raises(RuntimeError, match="another θ"):
+        fused_public(theta.copy())
+
+
+@pytest.mark.parametrize("density", [0.0, 0.1, 0.25, 0.26])
+def test_fused_rows_one_pass_copy(density):
+    """Dense X with at most 25 % non-zeros becomes exactly its CSR (one pass); above, None."""
+    from sklearn_fdp._mechanisms.fdp import fused_rows
+
+    n, d = 40, 25
+    X = np.zeros((n, d))
+    nnz = int(round(density * n * d))
+    X.flat[np.random.default_rng(0).choice(n * d, nnz, replace=False)] = 1.5
+    rows = fused_rows(X, "mask")
+    if nnz > 0.25 * n * d:
+        assert rows is None
+        return
+    ref = sp.csr_matrix(X)
+    indptr, indices, data = rows
+    assert np.array_equal(indptr, ref.indptr) and np.array_equal(indices, ref.indices)
+    assert np.array_equal(data, ref.data)
+
+
 def test_public_minimiser_newton_on_sparse_columns_matches_lbfgs():
     """Pretraining's Newton solve (sparse public columns) reaches the L-BFGS minimiser."""
     from sklearn.linear_model import LogisticRegression
