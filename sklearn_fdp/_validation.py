@@ -75,6 +75,26 @@ DELTA_CONSTRAINT = [Interval(Real, 0, 1, closed="neither")]
 NEIGHBORING_CONSTRAINT = [StrOptions(set(NEIGHBORING_RELATIONS))]
 
 
+def warn_clipped_targets(estimator, n_outside, n_samples, y_bounds, target_private,
+                         stacklevel=3):
+    """Warn that ``n_outside`` targets lay outside the public ``y_bounds`` and were clipped.
+
+    The count reads the targets. With a private target it is not covered by
+    the model's ε, so the message says so: it is meant for whoever runs
+    ``fit`` (it is not stored in the model), not for publication.
+    """
+    from .exceptions import FdpWarning
+
+    private = (" This count reads the private targets and is not covered by epsilon_: it is "
+               "shown to whoever runs fit, is not stored in the model, and should not be "
+               "published.") if target_private else ""
+    warnings.warn(
+        f"{type(estimator).__name__}: {n_outside} of {n_samples} target value(s) lie outside "
+        f"y_bounds={tuple(y_bounds)!r} and were clipped to them. Widen y_bounds from public "
+        f"knowledge (never from these data) if they are plausible values.{private}",
+        FdpWarning, stacklevel=stacklevel + 1)
+
+
 def check_delta_vs_n(delta, n_samples, estimator_name, stacklevel=3):
     """Warn when δ ≥ 1/n: such a δ allows publishing a random record outright."""
     if n_samples > 0 and delta >= 1.0 / n_samples:

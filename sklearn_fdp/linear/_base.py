@@ -35,6 +35,7 @@ from .._validation import (
     check_row_norms_finite,
     encode_labels,
     validate_numeric_data,
+    warn_clipped_targets,
 )
 from ..exceptions import FdpWarning
 
@@ -378,13 +379,8 @@ def scaled_target(est, y):
     lo, hi = centre - half, centre + half
     outside = int(np.count_nonzero((y < float(est.y_bounds[0])) | (y > float(est.y_bounds[1]))))
     if outside:
-        warnings.warn(
-            f"{type(est).__name__}: {outside} of {len(y)} target value(s) lie outside "
-            f"y_bounds={tuple(est.y_bounds)!r} and were clipped to them. Widen y_bounds (a "
-            "public choice, not read from y) if they are plausible values.",
-            FdpWarning,
-            stacklevel=3,
-        )
+        warn_clipped_targets(est, outside, len(y), est.y_bounds,
+                             not getattr(est, "label_public", False), stacklevel=3)
     t = (np.clip(y, lo, hi) - centre) / half
     return np.clip(t, -1.0, 1.0), bounds
 

@@ -40,6 +40,7 @@ from .._validation import (
     check_delta_vs_n,
     check_row_norms_finite,
     validate_numeric_data,
+    warn_clipped_targets,
 )
 from .. import accounting
 from ..exceptions import FdpWarning
@@ -389,13 +390,8 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
                 "sklearn_fdp.preprocessing.make_tabular_preprocessor) and pass its "
                 "row_norm_bounds(schema), or declare a larger bound.", FdpWarning, stacklevel=2)
         if stats.n_clipped:
-            n_clipped = stats.n_clipped
-            warnings.warn(
-                f"{n_clipped} of {n_samples} targets of {name} lay outside y_bounds="
-                f"{self.y_bounds!r} and were clipped to it. If the bounds are too narrow, "
-                "widen them from public knowledge (never from these data). This count is "
-                "computed from the targets and shown to you only; it is not stored in the "
-                "model.", FdpWarning, stacklevel=2)
+            warn_clipped_targets(self, stats.n_clipped, n_samples, self.y_bounds,
+                                 not self.label_public, stacklevel=2)
         theta, n_raised = solve_noisy_ridge(system, self.alpha, self.fit_intercept, layout,
                                              self.solver)
         centre, half = target_map(y_bounds, self.fit_intercept)

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 
 import math
 import sys
-import warnings
 from numbers import Integral, Real
 from typing import NamedTuple
 
@@ -51,6 +50,7 @@ from .._validation import (
     check_row_norms_finite,
     encode_labels,
     validate_numeric_data,
+    warn_clipped_targets,
 )
 from ..features import check_label_in_spec, resolve_feature_spec, spec_feature_names
 from ._alg1 import Trainer, _torch_generator, compute_dtype, spawn_streams, train
@@ -1104,13 +1104,8 @@ class MLPFeatureDPRegressor(RegressorMixin, _BaseMLPFeatureDP):
             ) from None
         outside = int(np.count_nonzero((y < lo) | (y > hi)))
         if outside:
-            warnings.warn(
-                f"{type(self).__name__}: {outside} of {len(y)} target value(s) lie outside "
-                f"y_bounds={(lo, hi)!r} and were clipped to them. Widen y_bounds (a public "
-                "choice, not read from y) if they are plausible values.",
-                FdpWarning,
-                stacklevel=6,  # the caller of fit
-            )
+            warn_clipped_targets(self, outside, len(y), (lo, hi), not self.label_public,
+                                 stacklevel=6)  # the caller of fit
         return X, self._scale_target(y, lo, hi)[:, None], {"y_bounds_": (lo, hi)}
 
     @staticmethod

@@ -274,13 +274,27 @@ def test_clipped_targets_are_counted_in_a_warning(data):
     X, y = data
     y = y.copy()
     y[:3] = [100.0, -100.0, 50.0]
-    with pytest.warns(FdpWarning, match=r"3 of 3000 targets .* outside y_bounds"):
+    with pytest.warns(FdpWarning, match=r"3 of 3000 target value\(s\) lie outside y_bounds"):
         FeatureDPLinearRegression(private_features=PRIVATE, y_bounds=(-3, 4),
                                   random_state=0).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", FdpWarning)
         FeatureDPLinearRegression(private_features=PRIVATE, y_bounds=(-100, 100),
                                   random_state=0).fit(X, y)
+
+
+@pytest.mark.parametrize("label_public", [False, True])
+def test_clipped_target_count_says_when_it_is_not_private(data, label_public):
+    # The count reads the targets: with a private target the warning must say
+    # that it is outside ε (the threat model lets an attacker read printed lines).
+    X, y = data
+    y = y.copy()
+    y[:2] = [100.0, -100.0]
+    with pytest.warns(FdpWarning, match="lie outside") as rec:
+        FeatureDPLinearRegression(private_features=PRIVATE, y_bounds=(-3, 4),
+                                  label_public=label_public, random_state=0).fit(X, y)
+    text = " ".join(str(w.message) for w in rec if "lie outside" in str(w.message))
+    assert ("not covered by epsilon_" in text) is (not label_public)
 
 
 @pytest.mark.parametrize("value, match", [
