@@ -653,14 +653,19 @@ _PRETRAIN_AUTO_LR_REGRESSION = 1.0
 # Newton on CSR 0.025 s (4 iterations, to the minimiser).
 _NEWTON_MAX_DENSITY = 0.25
 _NEWTON_MAX_COLUMNS = 1000
+# ... counted over the output columns: scikit-learn's multinomial Newton
+# factorises a Hessian of about (p k)² entries, so with k = 100 classes and
+# 100 public columns (Purchase-like) one fit took minutes instead of seconds
+# (issue 20's benchmarks); L-BFGS, the solver before issue 18, there.
 
 
-def _public_design(X, public_idx, rows=None):
+def _public_design(X, public_idx, rows=None, n_outputs=1):
     """``(X[:, public_idx], solver)``: a CSR copy and Newton when sparse enough, else L-BFGS.
 
     ``rows``: :func:`fused_rows` of ``X``, when the caller has them.
+    ``n_outputs``: columns of θ (1 for two classes, k for k > 2).
     """
-    if len(public_idx) > _NEWTON_MAX_COLUMNS:
+    if len(public_idx) * n_outputs > _NEWTON_MAX_COLUMNS:
         return X[:, public_idx], "lbfgs"
     if rows is not None:
         indptr, indices, data = rows
@@ -703,7 +708,7 @@ def public_minimiser(X, y, theta0, public_mask, fit_intercept, loss=None, rows=N
         if fit_intercept:
             theta[X.shape[1], 0] = theta.dtype.type(model.intercept_)
         return theta
-    Xp, solver = _public_design(X, public_idx, rows)
+    Xp, solver = _public_design(X, public_idx, rows, n_outputs=theta.shape[1])
     model = LogisticRegression(fit_intercept=fit_intercept, max_iter=1000, solver=solver)
     model.fit(Xp, y)
     theta[public_idx] = model.coef_.T.astype(theta.dtype)

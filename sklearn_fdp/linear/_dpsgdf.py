@@ -63,6 +63,29 @@ def _gaussian_epsilon(est, sigma):
     return accounting.gaussian_epsilon(sigma, est.delta, neighboring=est.neighboring)
 
 
+# epsilon_mean="auto": this fraction of epsilon, at most _AUTO_EPSILON_MEAN_CAP.
+_AUTO_EPSILON_MEAN_FRACTION = 0.05
+_AUTO_EPSILON_MEAN_CAP = 0.05
+
+
+def _epsilon_mean(est):
+    """ε_F of the private mean: ``epsilon_mean``, or its ``"auto"`` rule.
+
+    ``"auto"``: ``min(0.05, 0.05 * epsilon)`` — 5 % of the budget, at most
+    0.05. The DPSGD-F paper (App. C) searched ε_F in {0.02, ..., 0.2} at
+    ε ≥ 1 and always found 0.02 or 0.05 best, i.e. 2-5 % of ε at ε = 1; a
+    fixed 0.05 (the default until issue 20) exceeded the whole budget at
+    ε ≤ 0.05 and took half of it at ε = 0.1. Equal to 0.05 at ε ≥ 1. With
+    ``epsilon=None`` (ε computed from ``noise_multiplier``): 0.05. A rule of
+    public parameters only.
+    """
+    if est.epsilon_mean != "auto":
+        return float(est.epsilon_mean)
+    if est.epsilon is None:
+        return _AUTO_EPSILON_MEAN_CAP
+    return float(min(_AUTO_EPSILON_MEAN_CAP, _AUTO_EPSILON_MEAN_FRACTION * est.epsilon))
+
+
 def _check_preprocessing_budget(est, pre, what):
     if est.epsilon is not None and pre >= est.epsilon:
         raise ValueError(
@@ -79,9 +102,9 @@ def _check_preprocessing_budget(est, pre, what):
 
 def _plan_practical(est, n_samples, n_features):
     """``(events, details)`` of the Gaussian mean of Algorithm 3 (public values only)."""
-    # "+ 0.0": the message shows the value as it always has (2 -> 2.0).
-    _check_preprocessing_budget(est, est.epsilon_mean + 0.0, "`epsilon_mean`")
-    sigma_f = _gaussian_sigma(est, est.epsilon_mean)
+    epsilon_mean = _epsilon_mean(est)
+    _check_preprocessing_budget(est, epsilon_mean, "`epsilon_mean`")
+    sigma_f = _gaussian_sigma(est, epsilon_mean)
     details = {"mean_noise_multiplier": float(sigma_f),
                "epsilon_mean": _gaussian_epsilon(est, sigma_f)}
     return mech.algorithm3_events(sigma_f), details
@@ -102,9 +125,10 @@ def _prepare_practical(est, X, details, rng):
 
 def _plan_analysed(est, n_samples, n_features):
     """``(events, details)`` of Algorithm 2's mean rounds and quantile (public values only)."""
-    _check_preprocessing_budget(est, est.epsilon_mean + est.epsilon_quantile,
+    epsilon_mean = _epsilon_mean(est)
+    _check_preprocessing_budget(est, epsilon_mean + est.epsilon_quantile,
                                 "`epsilon_mean` + `epsilon_quantile`")
-    sigma_f = _gaussian_sigma(est, est.epsilon_mean)
+    sigma_f = _gaussian_sigma(est, epsilon_mean)
     sigma_q = _gaussian_sigma(est, est.epsilon_quantile)
     rounds, sigma_k = mech.plan_mean_rounds(sigma_f, n_samples, n_features)
     # 2K - 1 Gaussians of multiplier σ_k compose exactly to one Gaussian of
@@ -196,8 +220,12 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
         noise multiplier of the steps is calibrated to what the mean leaves.
         May be None only when ``noise_multiplier`` is given.
     [[delta]]
-    epsilon_mean : float, default=0.05
+    epsilon_mean : float or "auto", default="auto"
         ε_F: what the private mean alone costs at ``delta``, in (0, inf).
+        ``"auto"``: ``min(0.05, 0.05 * epsilon)`` (0.05, the fixed default
+        until issue 20, at ``epsilon`` ≥ 1 or ``epsilon=None``; 5 % of the
+        budget below, so that the default fits at every ε); ``epsilon_mean_``
+        records the value used.
         Practical variant: the analytic Gaussian noise multiplier for
         (``epsilon_mean``, ``delta``). Analysed variant: the same
         multiplier σ_F, shared by the ``2K - 1`` Gaussian releases of the
@@ -367,7 +395,7 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
     _parameter_constraints: dict = {
         **BaseDPLinearClassifier._parameter_constraints,
         **BaseDPLinearClassifier._LOSS_CONSTRAINT,
-        "epsilon_mean": [Interval(Real, 0, None, closed="neither")],
+        "epsilon_mean": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "epsilon_quantile": [Interval(Real, 0, None, closed="neither")],
         "feature_norm": [Interval(Real, 0, None, closed="neither")],
         "variant": [StrOptions(set(VARIANTS))],
@@ -379,7 +407,7 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
         loss: Literal["hinge", "log_loss"] = "log_loss",
         epsilon: float | None = 1.0,
         delta: float = 1e-5,
-        epsilon_mean: float = 0.05,
+        epsilon_mean: float | Literal["auto"] = "auto",
         epsilon_quantile: float = 0.05,
         feature_norm: float = 1.0,
         variant: Literal["analysed", "practical"] = "practical",

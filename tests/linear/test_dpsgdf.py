@@ -324,3 +324,48 @@ def test_analysed_mean_error_scales_with_the_spread_not_the_norm_bound():
     assert np.linalg.norm(clf.mean_ - X.mean(axis=0)) < 0.01 * plain_error
     assert np.linalg.norm(clf.mean_ - X.mean(axis=0)) < 1.0  # the data's radius
     assert clf.quantile_ < 10.0  # τ: of the order of the diameter (2), not R
+
+
+# -- epsilon_mean="auto" (issue 20) ----------------------------------------------
+
+
+@pytest.mark.parametrize("epsilon", [0.01, 0.03, 0.1, 0.5])
+def test_auto_epsilon_mean_fits_at_small_epsilon(offset, epsilon):
+    # The fixed 0.05 raised at epsilon <= 0.05; "auto" spends 5 % of the budget.
+    X, y = offset
+    clf = DPSGDFClassifier(epsilon=epsilon, epochs=1, random_state=0).fit(X, y)
+    assert clf.get_params()["epsilon_mean"] == "auto"
+    assert clf.epsilon_mean_ == pytest.approx(0.05 * epsilon, rel=1e-6)
+    assert clf.mean_noise_multiplier_ == pytest.approx(
+        dp_accounting.get_sigma_gaussian(0.05 * epsilon, 1e-5))
+    assert clf.epsilon_ <= epsilon
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 4.0])
+def test_auto_epsilon_mean_is_the_old_default_from_epsilon_one(offset, epsilon):
+    X, y = offset
+    kw = dict(epsilon=epsilon, epochs=1, random_state=0)
+    auto = DPSGDFClassifier(**kw).fit(X, y)
+    fixed = DPSGDFClassifier(**kw, epsilon_mean=0.05).fit(X, y)
+    assert auto.epsilon_mean_ == pytest.approx(0.05, rel=1e-6)
+    np.testing.assert_array_equal(auto.coef_, fixed.coef_)
+    np.testing.assert_array_equal(auto.intercept_, fixed.intercept_)
+    assert auto.epsilon_ == fixed.epsilon_
+
+
+def test_auto_epsilon_mean_without_epsilon_and_analysed(offset):
+    X, y = offset
+    # epsilon=None (epsilon computed from noise_multiplier): the old 0.05.
+    clf = DPSGDFClassifier(epsilon=None, noise_multiplier=1.0, epochs=1, random_state=0)
+    assert clf.privacy_plan(*X.shape).details["epsilon_mean"] == pytest.approx(0.05, rel=1e-6)
+    # The analysed variant reads the same rule for its mean.
+    ana = DPSGDFClassifier(variant="analysed", epsilon=0.5, epsilon_quantile=0.1,
+                           feature_norm=20.0, epochs=1, random_state=0).fit(X, y)
+    assert ana.epsilon_mean_ == pytest.approx(0.025, rel=1e-6)
+    assert ana.epsilon_ <= 0.5
+
+
+def test_auto_epsilon_mean_rejects_other_strings(offset):
+    X, y = offset
+    with pytest.raises(ValueError, match="epsilon_mean"):
+        DPSGDFClassifier(epsilon_mean="half").fit(X, y)

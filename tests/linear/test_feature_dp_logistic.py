@@ -702,3 +702,17 @@ def test_public_minimiser_newton_on_sparse_columns_matches_lbfgs():
     np.testing.assert_allclose(theta[:25][public_mask, 0], ref.coef_[0], atol=1e-5)
     np.testing.assert_allclose(theta[25], ref.intercept_, atol=1e-5)
     assert np.all(theta[:25][~public_mask] == 0)
+
+
+def test_public_minimiser_newton_cap_counts_output_columns():
+    """Newton's multinomial Hessian has about (p k)² entries: L-BFGS once p k > 1000 (issue 20)."""
+    from sklearn_fdp._mechanisms.fdp import _NEWTON_MAX_COLUMNS, _public_design
+
+    X = _one_hot_like(200, 120, seed=4)
+    public_idx = np.arange(100)
+    assert _public_design(X, public_idx)[1] == "newton-cholesky"
+    assert _public_design(X, public_idx, n_outputs=10)[1] == "newton-cholesky"
+    assert 100 * 11 > _NEWTON_MAX_COLUMNS
+    design, solver = _public_design(X, public_idx, n_outputs=11)
+    assert solver == "lbfgs" and not sp.issparse(design)
+    np.testing.assert_array_equal(design, X[:, public_idx])
