@@ -67,12 +67,17 @@ def versions():
 
 
 def _data(kind, n=240, d=8, k=2, seed=0):
+    """Rows of norm <= 1 and labels (``k`` classes; ``k=0``: a real target)."""
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, d))
     X /= np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
-    w = rng.standard_normal((d, k))
-    y = np.argmax(X @ w + 0.3 * rng.standard_normal((n, k)), axis=1) if k > 2 else \
-        (X @ w[:, 0] + 0.3 * rng.standard_normal(n) > 0).astype(int)
+    w = rng.standard_normal((d, max(k, 1)))
+    if k == 0:
+        y = X @ w[:, 0] + 0.3 * rng.standard_normal(n)
+    elif k > 2:
+        y = np.argmax(X @ w + 0.3 * rng.standard_normal((n, k)), axis=1)
+    else:
+        y = (X @ w[:, 0] + 0.3 * rng.standard_normal(n) > 0).astype(int)
     if kind == "csr":
         X = X * (rng.random((n, d)) < 0.5)
         return sp.csr_matrix(X), y
@@ -108,11 +113,36 @@ def _cases():
         yield (f"AdaMixClassifier/{variant}",
                lambda v=variant: AdaMixClassifier(variant=v, epsilon=4.0, delta=1e-5,
                                                   random_state=0), ("dense", "stream"))
+    # Regressors (issue 19): a real target, bounds declared wide enough.
+    from sklearn_fdp import DPSGDRegressor, FeatureDPLinearRegression, FeatureDPSGDRegressor
+
+    reg = dict(y_bounds=(-6.0, 6.0), **common)  # wider than any target here
+    for loss in ("squared_error", "huber", "epsilon_insensitive"):
+        yield (f"DPSGDRegressor/{loss}",
+               lambda lo=loss: DPSGDRegressor(loss=lo, epochs=2, **reg),
+               ("dense", "csr", "memmap") if loss == "squared_error" else ("dense", "csr"))
+    for method in ("alg1", "dpsgd"):
+        for label_public in (True, False):
+            yield (f"FeatureDPSGDRegressor/{method}/label_public={label_public}",
+                   lambda m=method, lp=label_public: FeatureDPSGDRegressor(
+                       private_features=[0, 1], method=m, label_public=lp, epochs=2, **reg),
+                   ("dense", "csr"))
+    for solver in ("residual", "joint"):
+        for label_public in (True, False):
+            yield (f"FeatureDPLinearRegression/{solver}/label_public={label_public}",
+                   lambda so=solver, lp=label_public: FeatureDPLinearRegression(
+                       private_features=[0, 1], solver=so, label_public=lp,
+                       row_norm_bounds=1.5, **reg),
+                   ("dense", "csr"))
+    yield ("FeatureDPLinearRegression/label_dp",
+           lambda: FeatureDPLinearRegression(private_features=[], label_public=False,
+                                             row_norm_bounds=1.5, **reg),
+           ("dense", "csr"))
     try:
         import torch  # noqa: F401
     except ImportError:
         return
-    from sklearn_fdp import MLPFeatureDP
+    from sklearn_fdp import MLPFeatureDP, MLPFeatureDPRegressor
 
     for method in ("alg1", "dpsgd", "dp"):
         for per_example in ("outer", "vmap"):
@@ -121,6 +151,16 @@ def _cases():
                        hidden_layer_sizes=(8,), private_features=[0, 1], method=m,
                        per_example=pe, epochs=1, device="cpu", **common),
                    ("dense", "memmap", "stream") if per_example == "outer" else ("dense",))
+    for method in ("alg1", "dp"):
+        yield (f"MLPFeatureDPRegressor/{method}",
+               lambda m=method: MLPFeatureDPRegressor(
+                   hidden_layer_sizes=(8,), private_features=[0, 1], method=m, epochs=1,
+                   device="cpu", **reg), ("dense",))
+
+
+def _is_regressor(name):
+    return name.split("/")[0] in ("DPSGDRegressor", "FeatureDPSGDRegressor",
+                                  "FeatureDPLinearRegression", "MLPFeatureDPRegressor")
 
 
 def _digest(est):
@@ -154,7 +194,7 @@ def compute():
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, make, kinds in _cases():
-            k = 3 if "multi" in name else 2
+            k = 3 if "multi" in name else (0 if _is_regressor(name) else 2)
             for kind in kinds:
                 X, y = _data("csr" if kind == "csr" else "dense", k=k)
                 if kind in ("memmap", "stream"):
