@@ -703,7 +703,12 @@ def public_minimiser(X, y, theta0, public_mask, fit_intercept, loss=None, rows=N
         return theta
     if loss is not None and loss.is_regression:
         model = LinearRegression(fit_intercept=fit_intercept)
-        model.fit(X[:, public_idx], y)
+        # A plain in-memory copy, so that a memmap (out-of-core) X and an
+        # ndarray take the same path through scikit-learn, bit for bit.
+        Xp = X[:, public_idx]
+        if not sp.issparse(Xp):
+            Xp = np.array(Xp, dtype=np.float64, order="C")
+        model.fit(Xp, y)
         theta[public_idx, 0] = np.ravel(model.coef_).astype(theta.dtype)
         if fit_intercept:
             theta[X.shape[1], 0] = theta.dtype.type(model.intercept_)
