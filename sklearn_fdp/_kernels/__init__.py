@@ -1,6 +1,6 @@
 """Numba kernels behind the DP engine: clipped per-example gradient sums of
-linear models (dense and CSR), clip factors, and the lazy-noise bookkeeping
-for sparse data.
+linear models (dense and CSR), clip factors, the lazy-noise bookkeeping
+for sparse data, and the passes of the public pretraining's Newton solver.
 
 Kernels are plain functions on arrays: no randomness, no fastmath, compiled
 once per signature and cached on disk (``cache=True``). The Python API never
@@ -38,6 +38,7 @@ from ._linear import (
     loss_code,
     residual_row,
 )
+from ._newton import binary_logistic_pass
 from ._sparse import (
     CSR_CANONICAL,
     CSR_MALFORMED,
@@ -67,6 +68,7 @@ __all__ = [
     "RESIDUAL_MAX",
     "SQRT_TINY",
     "SQUARED",
+    "binary_logistic_pass",
     "catch_up_tables",
     "clip_factors",
     "clip_residuals",
