@@ -75,6 +75,7 @@ from .._kernels import (
     binary_logistic_pass,
     clip_factors,
     clip_target,
+    csr_keep_columns,
     csr_masked_squared_norms,
     dense_columns_csr_size,
     dense_columns_to_csr,
@@ -82,6 +83,7 @@ from .._kernels import (
     fdp_csr_private_sum,
     fdp_csr_public_sum,
     fdp_csr_step,
+    fdp_csr_step_binary,
     loss_code,
 )
 from .._outofcore import column_subset_squared_norms, map_rows, take_rows
@@ -191,6 +193,19 @@ class _PublicView:
             self.public_f64 = self.public_mask.astype(np.float64)
             self.pub_norm_sq_i = (self.pub_norm_sq.astype(np.float64)
                                   + (1.0 if self.fit_intercept else 0.0))
+        self._public_rows = None
+
+    def public_rows(self):
+        """``csr`` with the public entries only (column indices kept), made once on first use."""
+        if self._public_rows is None:
+            indptr, indices, data = self.csr
+            out_indptr = np.empty_like(indptr)
+            out_indices = np.empty_like(indices)
+            out_data = np.empty_like(data)
+            nnz = csr_keep_columns(indptr, indices, data, self.public_mask, out_indptr,
+                                   out_indices, out_data)
+            self._public_rows = (out_indptr, out_indices[:nnz].copy(), out_data[:nnz].copy())
+        return self._public_rows
 
     def draw_padding(self, m, rng, dtype):
         if not self.pad:
@@ -387,7 +402,8 @@ class FeatureDPPrivateOracle:
         ``public``'s batch (from its own stream: the draws are the same
         whichever oracle makes them) and both sums are made by one
         :func:`~sklearn_fdp._kernels.fdp_csr_step` over the two batches' rows
-        interleaved; ``public(θ)`` returns the sum so made. Both results are
+        interleaved (:func:`~sklearn_fdp._kernels.fdp_csr_step_binary`, the
+        same sums, for a binary model); ``public(θ)`` returns the sum so made. Both results are
         bit for bit those of the separate calls. Any other order raises.
         """
         if public.view is not self.view or public.loss is not self.loss:
@@ -422,12 +438,19 @@ class FeatureDPPrivateOracle:
             public = self._partner
             pub_idx = public.sampler.sample()
             pub_out = np.zeros_like(theta)
-            fdp_csr_step(
-                *self.view.csr, np.asarray(idx, dtype=np.intp),
-                np.asarray(pub_idx, dtype=np.intp), self._y_kernel, theta, self._code,
-                self.fit_intercept, self.view.public_f64, self.view.pub_norm_sq_i,
-                self.label_public, label_prior(self.loss.n_outputs), self.max_grad_norm,
-                out, pub_out)
+            if theta.shape[1] == 1:  # the same sums, specialised (and public entries only)
+                fdp_csr_step_binary(
+                    *self.view.csr, *self.view.public_rows(), np.asarray(idx, dtype=np.intp),
+                    np.asarray(pub_idx, dtype=np.intp), self._y_kernel, theta,
+                    self.fit_intercept, self.view.public_f64, self.view.pub_norm_sq_i,
+                    self.label_public, label_prior(1), self.max_grad_norm, out, pub_out)
+            else:
+                fdp_csr_step(
+                    *self.view.csr, np.asarray(idx, dtype=np.intp),
+                    np.asarray(pub_idx, dtype=np.intp), self._y_kernel, theta, self._code,
+                    self.fit_intercept, self.view.public_f64, self.view.pub_norm_sq_i,
+                    self.label_public, label_prior(self.loss.n_outputs), self.max_grad_norm,
+                    out, pub_out)
             pub_out /= len(pub_idx)
             public._hand_over(theta, pub_out)
             return out

@@ -627,10 +627,12 @@ def test_fused_oracles_match_the_numpy_path(k, label_public, fit_intercept):
 
 @pytest.mark.parametrize("k", [1, 3])
 @pytest.mark.parametrize("label_public", [True, False])
-def test_fused_step_is_bit_for_bit_the_two_oracles(k, label_public):
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_fused_step_is_bit_for_bit_the_two_oracles(k, label_public, fit_intercept):
     """fuse_public: one compiled pass for both batches gives exactly the separate sums,
     batch after batch (empty private batches and batches of unequal sizes included),
-    and calling the oracles out of the engine's order raises."""
+    and calling the oracles out of the engine's order raises. (k = 1 runs
+    fdp_csr_step_binary, on the public entries only for the public batch.)"""
     from sklearn_fdp._mechanisms.fdp import alg1_oracles
 
     n, d = 300, 25
@@ -642,9 +644,9 @@ def test_fused_step_is_bit_for_bit_the_two_oracles(k, label_public):
 
     def oracles():
         return alg1_oracles(X, y_enc, loss, public_mask=public_mask, label_public=label_public,
-                            public_loss="mask", fit_intercept=True, max_grad_norm=0.2,
-                            public_batch_size=40, public_rng=np.random.default_rng(3),
-                            noise="default")
+                            public_loss="mask", fit_intercept=fit_intercept,
+                            max_grad_norm=0.2, public_batch_size=40,
+                            public_rng=np.random.default_rng(3), noise="default")
 
     sep_private, sep_public = oracles()
     fused_private, fused_public = oracles()
@@ -652,11 +654,11 @@ def test_fused_step_is_bit_for_bit_the_two_oracles(k, label_public):
     rng = np.random.default_rng(9)
     for idx in (np.arange(0, n, 3), np.array([], dtype=np.intp), np.arange(0, n, 50),
                 np.sort(rng.choice(n, 120, replace=False))):
-        theta = rng.normal(scale=2.0, size=(d + 1, k))
+        theta = rng.normal(scale=2.0, size=(d + int(fit_intercept), k))
         got = fused_private(idx, theta)
         assert np.array_equal(got, sep_private(idx, theta))
         assert np.array_equal(fused_public(theta), sep_public(theta))
-    theta = np.zeros((d + 1, k))
+    theta = np.zeros((d + int(fit_intercept), k))
     fused_private(idx, theta)
     with pytest.raises(RuntimeError, match="private oracle ran twice"):
         fused_private(idx, theta)
