@@ -606,6 +606,30 @@ def test_compiled_choice_is_numpy_choice(n, size):
         assert a.bit_generator.state == b.bit_generator.state
 
 
+def test_compiled_choice_reuses_its_buffer_exactly():
+    # The tail shuffle keeps arange(n) between calls and undoes its swaps:
+    # a long run of calls on one instance (sizes and n changing, both
+    # regimes interleaved) still gives numpy's picks, call after call.
+    from sklearn_fdp._engine._floyd import ChoiceWithoutReplacement
+
+    a, b = np.random.default_rng(3), np.random.default_rng(3)
+    choice = ChoiceWithoutReplacement(b)
+    sizes = np.random.default_rng(4).integers(0, 3000, size=200)
+    for t, size in enumerate(sizes):
+        n = 32561 if t < 120 else 20_011
+        np.testing.assert_array_equal(choice(n, int(size)), a.choice(n, int(size), replace=False))
+    assert a.bit_generator.state == b.bit_generator.state
+
+
+def test_uniform_sampler_draws_what_numpy_would():
+    rng, ref = np.random.default_rng(5), np.random.default_rng(5)
+    sampler = UniformSampler(32561, 1444, rng)
+    for _ in range(50):
+        np.testing.assert_array_equal(sampler.sample(),
+                                      np.sort(ref.choice(32561, 1444, replace=False)))
+    assert rng.bit_generator.state == ref.bit_generator.state
+
+
 def test_poisson_sampler_draws_what_numpy_would():
     rng, ref = np.random.default_rng(7), np.random.default_rng(7)
     sampler = PoissonSampler(32561, 256 / 32561, rng)

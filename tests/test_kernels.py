@@ -334,3 +334,86 @@ def test_catch_up_tables_match_the_window_sums(tail):
     assert sd[bb] == 0.0  # caught up already: nothing to add
     if tail:
         assert slope[bb - 1] == 1.0 and resid_sd[bb - 1] == 0.0
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_binary_logistic_pass_is_the_penalised_mean_log_loss(fit_intercept):
+    # Objective, gradient and Hessian of (1/n) Σ [log(1 + e^z) − y z] + (λ/2)‖w‖²
+    # over the mapped columns, against numpy on the dense public block; rows
+    # with their columns in scrambled order (the kernel folds both triangles)
+    # and ignored columns; logits up to ±60 (the stable exp(−|z|) form).
+    rng = np.random.default_rng(0)
+    n, d = 60, 9
+    X = rng.normal(size=(n, d)) * 3
+    X[rng.random((n, d)) < 0.4] = 0.0
+    y = rng.integers(0, 2, n).astype(np.float64)
+    public = np.array([0, 2, 3, 5, 8])
+    p = len(public)
+    colmap = np.full(d, p, dtype=np.int64)
+    colmap[public] = np.arange(p)
+    A = sp.csr_matrix(X)
+    for i in range(n):  # scramble each row's column order
+        s, e = A.indptr[i], A.indptr[i + 1]
+        order = rng.permutation(e - s)
+        A.indices[s:e], A.data[s:e] = A.indices[s:e][order], A.data[s:e][order]
+    m = p + int(fit_intercept)
+    coef = rng.normal(size=m) * 4
+    lam = 0.3
+    grad, hess = np.empty(m), np.empty((m, m))
+    longest = int(np.diff(A.indptr).max())
+    loss, zeros = K.binary_logistic_pass(A.indptr, A.indices, A.data, colmap, y, coef,
+                                         fit_intercept, lam, True, np.empty(longest, np.int64),
+                                         np.empty(longest), grad, hess)
+    Xt = np.c_[X[:, public], np.ones(n)] if fit_intercept else X[:, public]
+    z = Xt @ coef
+    assert np.abs(z).max() > 30  # the saturated regime is covered
+    w = coef[:p]
+    prob = 1 / (1 + np.exp(-z))
+    np.testing.assert_allclose(loss, np.mean(np.logaddexp(0, z) - y * z) + lam / 2 * w @ w,
+                               rtol=1e-13)
+    reg = np.r_[lam * w, np.zeros(m - p)]
+    np.testing.assert_allclose(grad, Xt.T @ (prob - y) / n + reg, rtol=1e-11, atol=1e-14)
+    h = prob * (1 - prob)
+    want = Xt.T @ (h[:, None] * Xt) / n + np.diag(np.r_[np.full(p, lam), np.zeros(m - p)])
+    np.testing.assert_allclose(hess, want, rtol=1e-11, atol=1e-14)
+    assert np.array_equal(hess, hess.T) and zeros == 0.0
+
+
+@pytest.mark.parametrize("label_public", [True, False])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_fdp_csr_step_binary_is_fdp_csr_step(label_public, fit_intercept):
+    # The binary specialisation gives the general kernel's bits: signed data,
+    # logits from -800 to 800 (sigmoid's underflow and the zeroed residuals),
+    # rows with no public or no private entry, empty and repeated batches.
+    rng = np.random.default_rng(1)
+    n, d = 80, 12
+    X = rng.normal(size=(n, d)) * 2
+    X[rng.random((n, d)) < 0.5] = 0.0
+    X[3] = 0.0
+    public = (np.arange(d) % 3 != 0)
+    X[4, ~public] = 0.0
+    X[5, public] = 0.0
+    A = sp.csr_matrix(X)
+    keep_indptr, keep_indices, keep_data = (np.empty_like(A.indptr), np.empty_like(A.indices),
+                                            np.empty_like(A.data))
+    nnz = K.csr_keep_columns(A.indptr, A.indices, A.data, public, keep_indptr, keep_indices,
+                             keep_data)
+    P = sp.csr_matrix(X * public)
+    assert nnz == P.nnz and np.array_equal(keep_indptr, P.indptr)
+    assert np.array_equal(keep_indices[:nnz], P.indices)
+    y = rng.integers(0, 2, n).astype(np.float64)
+    pub_f = public.astype(np.float64)
+    pub_sq = (X * public) ** 2 @ np.ones(d) + float(fit_intercept)
+    for scale in (0.3, 3.0, 100.0):
+        theta = rng.normal(size=(d + int(fit_intercept), 1)) * scale
+        for idx, pub_idx in ((np.arange(n), np.sort(rng.choice(n, 30, replace=False))),
+                             (np.array([], dtype=np.intp), np.arange(0, n, 7)),
+                             (np.array([2, 2, 9]), np.array([], dtype=np.intp))):
+            want = np.zeros_like(theta), np.zeros_like(theta)
+            K.fdp_csr_step(A.indptr, A.indices, A.data, idx, pub_idx, y, theta, K.BINARY_LOG,
+                           fit_intercept, pub_f, pub_sq, label_public, 0.5, 0.7, *want)
+            got = np.zeros_like(theta), np.zeros_like(theta)
+            K.fdp_csr_step_binary(A.indptr, A.indices, A.data, keep_indptr,
+                                  keep_indices[:nnz], keep_data[:nnz], idx, pub_idx, y, theta,
+                                  fit_intercept, pub_f, pub_sq, label_public, 0.5, 0.7, *got)
+            assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])

@@ -58,18 +58,22 @@ class UniformSampler:
     """Uniform batches of fixed size without replacement (public data only).
 
     ``size >= n`` returns every record (the full-batch public gradient,
-    e.g. the excess-risk setting m' = n of the FDP paper).
+    e.g. the excess-risk setting m' = n of the FDP paper). The batches are
+    ``rng.choice(n, size, replace=False)``, sorted; drawn by the compiled
+    :class:`~sklearn_fdp._engine._floyd.ChoiceWithoutReplacement` (the same
+    picks, the generator left in the same state).
     """
 
     def __init__(self, n, size, rng):
         self.n = int(n)
         self.size = int(min(size, n))
         self.rng = rng
+        self._choice = ChoiceWithoutReplacement(rng)
 
     def sample(self):
         """Return the sorted indices of one uniform batch."""
         if self.size >= self.n:
             return np.arange(self.n)
-        idx = self.rng.choice(self.n, size=self.size, replace=False)
+        idx = self._choice(self.n, self.size)
         idx.sort()
         return idx

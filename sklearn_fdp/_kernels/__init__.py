@@ -1,6 +1,6 @@
 """Numba kernels behind the DP engine: clipped per-example gradient sums of
-linear models (dense and CSR), clip factors, and the lazy-noise bookkeeping
-for sparse data.
+linear models (dense and CSR), clip factors, the lazy-noise bookkeeping
+for sparse data, and the passes of the public pretraining's Newton solver.
 
 Kernels are plain functions on arrays: no randomness, no fastmath, compiled
 once per signature and cached on disk (``cache=True``). The Python API never
@@ -34,15 +34,18 @@ from ._linear import (
     fdp_csr_private_sum,
     fdp_csr_public_sum,
     fdp_csr_step,
+    fdp_csr_step_binary,
     gather_rows,
     loss_code,
     residual_row,
 )
+from ._newton import binary_logistic_pass
 from ._sparse import (
     CSR_CANONICAL,
     CSR_MALFORMED,
     catch_up_tables,
     csr_format_code,
+    csr_keep_columns,
     csr_masked_squared_norms,
     csr_scatter_add,
     csr_squared_row_norms,
@@ -67,12 +70,14 @@ __all__ = [
     "RESIDUAL_MAX",
     "SQRT_TINY",
     "SQUARED",
+    "binary_logistic_pass",
     "catch_up_tables",
     "clip_factors",
     "clip_residuals",
     "clip_target",
     "csr_clipped_sum",
     "csr_format_code",
+    "csr_keep_columns",
     "csr_masked_squared_norms",
     "csr_scatter_add",
     "csr_squared_row_norms",
@@ -83,6 +88,7 @@ __all__ = [
     "fdp_csr_private_sum",
     "fdp_csr_public_sum",
     "fdp_csr_step",
+    "fdp_csr_step_binary",
     "flush",
     "gather_rows",
     "lazy_clipped_residuals",

@@ -658,3 +658,76 @@ def fdp_csr_step(indptr, indices, data, idx, pub_idx, y, theta, code, fit_interc
             if fit_intercept:
                 for c in range(k):
                     pub_out[d, c] += rq[c]
+
+
+@njit(cache=True, inline="always")
+def _binary_log_residual(z0, yi):
+    """``residual_row`` of ``BINARY_LOG`` for one scalar decision value (no arrays)."""
+    r0 = _sigmoid(z0) - yi
+    if abs(r0) < SQRT_TINY:
+        r0 = 0.0
+    return r0
+
+
+@njit(cache=True)
+def fdp_csr_step_binary(indptr, indices, data, pub_indptr, pub_indices, pub_data, idx, pub_idx,
+                        y, theta, fit_intercept, public, pub_norm_sq, label_public, prior, clip,
+                        out, pub_out):
+    """:func:`fdp_csr_step` for the binary log loss (``k = 1``), bit for bit, faster.
+
+    Arguments as there, plus ``pub_indptr, pub_indices, pub_data``: the same
+    rows with their public entries only (:func:`~sklearn_fdp._kernels.csr_keep_columns`,
+    column indices unchanged), which the public rows read instead of
+    multiplying every entry by ``public[j]``. A private entry adds
+    ``(x 0) θ_j = ±0`` to the public decision value and ``±0`` to the
+    public sum in :func:`fdp_csr_step`: nothing (finite θ), so both give the
+    same bits. The residuals are scalars (no length-1 arrays), the loops are
+    written out (no inline helper taking arrays, which costs reference
+    counting per row). Measured on Adult (226 steps, two batches of ~1,444
+    rows each, one thread, a loaded machine): 63-70 ms against 95-105 ms for
+    :func:`fdp_csr_step`, a third less.
+    """
+    d = theta.shape[0] - (1 if fit_intercept else 0)
+    target = _clip_target(clip, out, theta.shape[0] + 2)
+    b = theta[d, 0] if fit_intercept else 0.0
+    n_priv = idx.shape[0]
+    n_pub = pub_idx.shape[0]
+    for ii in range(max(n_priv, n_pub)):
+        if ii < n_priv:
+            i = idx[ii]
+            _prefetch_csr_rows(indptr, indices, data, idx, ii)
+            z0 = b
+            zp0 = b
+            xq_sq = 0.0
+            for p in range(indptr[i], indptr[i + 1]):
+                j = indices[p]
+                v = data[p]
+                m = public[j]
+                xq_sq += (1.0 - m) * (v * v)
+                u = v * theta[j, 0]
+                z0 += u
+                zp0 += m * u
+            yi = y[i]
+            r0 = _binary_log_residual(z0, yi)
+            rp0 = _binary_log_residual(zp0, yi) if label_public else _sigmoid(zp0) - prior
+            d0 = r0 - rp0  # D = r − r_pub
+            s = _clip_factor(pub_norm_sq[i] * (d0 * d0) + xq_sq * (r0 * r0), target)
+            d0 *= s
+            r0 *= s
+            for p in range(indptr[i], indptr[i + 1]):
+                j = indices[p]
+                m = public[j]
+                out[j, 0] += data[p] * (m * d0 + (1.0 - m) * r0)
+            if fit_intercept:
+                out[d, 0] += d0
+        if ii < n_pub:
+            i = pub_idx[ii]
+            _prefetch_csr_rows(pub_indptr, pub_indices, pub_data, pub_idx, ii)
+            zq0 = b
+            for p in range(pub_indptr[i], pub_indptr[i + 1]):
+                zq0 += pub_data[p] * theta[pub_indices[p], 0]
+            rq0 = _binary_log_residual(zq0, y[i]) if label_public else _sigmoid(zq0) - prior
+            for p in range(pub_indptr[i], pub_indptr[i + 1]):
+                pub_out[pub_indices[p], 0] += pub_data[p] * rq0
+            if fit_intercept:
+                pub_out[d, 0] += rq0

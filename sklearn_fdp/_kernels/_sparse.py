@@ -390,3 +390,23 @@ def lazy_steps(indptr, indices, data, batches, batch_ptr, y, S, k, intercept, in
             if noise_std > 0.0:
                 used += k
     return used
+
+
+@njit(cache=True)
+def csr_keep_columns(indptr, indices, data, keep, out_indptr, out_indices, out_data):
+    """The CSR rows restricted to the columns with ``keep[j]`` (bool), indices unchanged.
+
+    ``out_indices`` and ``out_data`` need room for every non-zero; returns
+    how many were kept (their first entries). One pass, rows in order, each
+    row's kept entries in their order.
+    """
+    q = 0
+    out_indptr[0] = 0
+    for i in range(indptr.shape[0] - 1):
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            out_indices[q] = j
+            out_data[q] = data[p]
+            q += keep[j]
+        out_indptr[i + 1] = q
+    return q

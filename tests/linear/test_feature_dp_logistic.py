@@ -627,10 +627,12 @@ def test_fused_oracles_match_the_numpy_path(k, label_public, fit_intercept):
 
 @pytest.mark.parametrize("k", [1, 3])
 @pytest.mark.parametrize("label_public", [True, False])
-def test_fused_step_is_bit_for_bit_the_two_oracles(k, label_public):
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_fused_step_is_bit_for_bit_the_two_oracles(k, label_public, fit_intercept):
     """fuse_public: one compiled pass for both batches gives exactly the separate sums,
     batch after batch (empty private batches and batches of unequal sizes included),
-    and calling the oracles out of the engine's order raises."""
+    and calling the oracles out of the engine's order raises. (k = 1 runs
+    fdp_csr_step_binary, on the public entries only for the public batch.)"""
     from sklearn_fdp._mechanisms.fdp import alg1_oracles
 
     n, d = 300, 25
@@ -642,9 +644,9 @@ def test_fused_step_is_bit_for_bit_the_two_oracles(k, label_public):
 
     def oracles():
         return alg1_oracles(X, y_enc, loss, public_mask=public_mask, label_public=label_public,
-                            public_loss="mask", fit_intercept=True, max_grad_norm=0.2,
-                            public_batch_size=40, public_rng=np.random.default_rng(3),
-                            noise="default")
+                            public_loss="mask", fit_intercept=fit_intercept,
+                            max_grad_norm=0.2, public_batch_size=40,
+                            public_rng=np.random.default_rng(3), noise="default")
 
     sep_private, sep_public = oracles()
     fused_private, fused_public = oracles()
@@ -652,11 +654,11 @@ def test_fused_step_is_bit_for_bit_the_two_oracles(k, label_public):
     rng = np.random.default_rng(9)
     for idx in (np.arange(0, n, 3), np.array([], dtype=np.intp), np.arange(0, n, 50),
                 np.sort(rng.choice(n, 120, replace=False))):
-        theta = rng.normal(scale=2.0, size=(d + 1, k))
+        theta = rng.normal(scale=2.0, size=(d + int(fit_intercept), k))
         got = fused_private(idx, theta)
         assert np.array_equal(got, sep_private(idx, theta))
         assert np.array_equal(fused_public(theta), sep_public(theta))
-    theta = np.zeros((d + 1, k))
+    theta = np.zeros((d + int(fit_intercept), k))
     fused_private(idx, theta)
     with pytest.raises(RuntimeError, match="private oracle ran twice"):
         fused_private(idx, theta)
@@ -716,3 +718,67 @@ def test_public_minimiser_newton_cap_counts_output_columns():
     design, solver = _public_design(X, public_idx, n_outputs=11)
     assert solver == "lbfgs" and not sp.issparse(design)
     np.testing.assert_array_equal(design, X[:, public_idx])
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("form", ["dense_rows", "dense", "csr"])
+def test_compiled_newton_is_scikit_learns_newton(form, fit_intercept):
+    """The compiled binary Newton takes scikit-learn's newton-cholesky iterations.
+
+    Same objective, step, line search and stopping rule, so the coefficients
+    agree up to the rounding of sums taken in another order (~1e-13 here;
+    1e-9 leaves room, while the solver's own tolerance 1e-4 would not hide
+    a different iterate: one Newton step more or less moves them by ~1e-3).
+    """
+    from sklearn.linear_model import LogisticRegression
+
+    from sklearn_fdp._mechanisms import fdp
+
+    X = _one_hot_like(3000, 25, seed=5) * 3  # logits of a few units
+    y = ((X[:, :6].argmax(axis=1) + np.random.default_rng(2).integers(0, 2, 3000)) % 2
+         ).astype(np.float64)
+    public_mask = np.arange(25) % 4 != 1
+    rows = fdp.fused_rows(X, "mask") if form == "dense_rows" else None
+    data = sp.csr_matrix(X) if form == "csr" else X
+    calls = []
+    real = fdp._binary_newton
+
+    def spy(*args, **kwargs):
+        calls.append(real(*args, **kwargs))
+        return calls[-1]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fdp, "_binary_newton", spy)
+        theta = fdp.public_minimiser(data, y, np.zeros((25 + fit_intercept, 1)), public_mask,
+                                     fit_intercept, None, rows)
+    assert len(calls) == 1 and calls[0] is not None  # the compiled path ran
+    ref = LogisticRegression(solver="newton-cholesky", max_iter=1000,
+                             fit_intercept=fit_intercept).fit(X[:, public_mask], y)
+    np.testing.assert_allclose(theta[:25][public_mask, 0], ref.coef_[0], rtol=0, atol=1e-9)
+    assert np.all(theta[:25][~public_mask] == 0)
+    if fit_intercept:
+        np.testing.assert_allclose(theta[25], ref.intercept_, rtol=0, atol=1e-9)
+
+
+def test_compiled_newton_leaves_what_it_cannot_follow_to_scikit_learn():
+    """A saturated Hessian (huge logits) and a single class: scikit-learn's own behaviour."""
+    import warnings
+
+    from sklearn.linear_model import LogisticRegression
+
+    from sklearn_fdp._mechanisms import fdp
+
+    X = _one_hot_like(500, 25, seed=6) * 1e4
+    y = (X[:, 0] > 0).astype(np.float64)  # separable: the logits run to thousands
+    public_mask = np.ones(25, dtype=bool)
+    rows = fdp.fused_rows(X, "mask")
+    assert fdp._binary_newton(*fdp._public_newton_rows(X, np.arange(25), rows), 25, y,
+                              True) is None  # gives up: most pointwise Hessians are 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theta = fdp.public_minimiser(X, y, np.zeros((26, 1)), public_mask, True, None, rows)
+        ref = LogisticRegression(solver="newton-cholesky", max_iter=1000).fit(
+            sp.csr_matrix(X), y)
+    np.testing.assert_array_equal(theta[:25, 0], ref.coef_[0])  # scikit-learn's run, exactly
+    with pytest.raises(ValueError, match="class"):
+        fdp.public_minimiser(X, np.zeros(500), np.zeros((26, 1)), public_mask, True)
