@@ -249,7 +249,13 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
     (FDP paper, Def. 5 for ``neighboring="replace"``, Def. 6 for
     ``"add_remove"``). One Gaussian release (``dp_event_`` is
     ``dpsgd_event(σ, 1, 1)``, one Gaussian of noise multiplier σ) of the
-    stacked, weighted blocks; block sensitivities (``B_Q``, ``B_P`` the
+    stacked, weighted blocks. With ``accountant="auto"`` (the default) σ and
+    ``epsilon_`` come from that Gaussian's exact (ε, δ) curve
+    (:func:`~sklearn_fdp.accounting.gaussian_release`, Balle & Wang 2018,
+    Thm. 8; ``accountant_`` is ``"analytic"``; ε rounded up, never below the
+    exact one); ``"pld"`` or ``"rdp"`` ask dp-accounting's accountant
+    instead (a slightly larger σ: their answers are upper bounds). Block
+    sensitivities (``B_Q``, ``B_P`` the
     row-norm bounds, ``P = sqrt(B_P² + 1)`` with the intercept, the target
     mapped to [-1, 1]): ``X_QᵀX~_P``: ``B_Q P``; ``X_QᵀX_Q`` (upper
     triangle, off-diagonal × √2): ``B_Q²``; ``X_Qᵀy``: ``B_Q``; ``X~_Pᵀy``:
@@ -455,7 +461,14 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
                                   private_bound=b_q, neighboring=self.neighboring)
         # One Gaussian release: a DP-SGD step at sampling rate 1.
         schedule = DPSGDSchedule(batch_size=n_samples, sampling_rate=1.0, steps=1)
-        sigma, event, spent, accountant = calibrate_dpsgd(self, 1.0, 1)
+        if self.accountant == "auto":
+            # Its exact (ε, δ) curve, in closed form: no accountant to import.
+            sigma, event, spent = accounting.gaussian_release(
+                self.epsilon, self.delta, noise_multiplier=self.noise_multiplier,
+                neighboring=self.neighboring)
+            accountant = "analytic"
+        else:
+            sigma, event, spent, accountant = calibrate_dpsgd(self, 1.0, 1)
         private = np.flatnonzero(~public_mask)
         protected = ([f"x{int(i)}" for i in private] if feature_names is None
                      else [str(feature_names[int(i)]) for i in private])
