@@ -174,20 +174,23 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         and intercept; with a private target from the noisy ``X~_Pᵀy``, its
         ridge raised by the noise's expected norm ``τ_b``), then the
         protected columns fitted to its residual, residualised on the
-        public directions whose eigenvalue exceeds the noise scale ``τ``
-        (``noise_scale_``), with the ridge raised by ``τ``: as the noise
-        grows, the model falls back to the public one. ``"joint"``: the
+        public directions whose eigenvalue exceeds a share of the noise
+        scale ``τ`` (``noise_scale_``; 0.5 τ with a public target, τ with a
+        private one), with the ridge raised by ``τ`` (public target) or the
+        eigenvalues below ``τ`` raised to it (private target): as the noise
+        grows, the model falls back to the public one. With a public
+        target the protected columns' right-hand side is released directly
+        as ``X_Qᵀ r``, ``r`` the public model's residuals. ``"joint"``: the
         whole noisy system ``(X~ᵀX~ + α D) θ = X~ᵀy`` at once, its
         eigenvalues below ``τ`` raised to ``τ``. Both are ``Ridge(alpha)``
-        on the clipped data when the noise is negligible. On a validation
-        split of adult.data (target hours-per-week, Adult's protected
-        columns private, 3 seeds; public-only Ridge 0.128, non-private
-        Ridge 0.198), validation R² ``"residual"`` / ``"joint"``, target
-        public: 0.144 / 0.018 at ε = 0.01, 0.150 / 0.070 at ε = 0.03, 0.159
-        / 0.118 at ε = 0.1, 0.168 / 0.152 at ε = 0.3, 0.180 / 0.177 at ε = 1,
-        0.194 / 0.194 at ε = 3; target private too: 0.030 / 0.042 at
-        ε = 0.03, 0.082 / 0.094 at ε = 0.1, 0.163 / 0.164 at ε = 1 (so
-        ``"joint"`` may serve better there).
+        on the clipped data when the noise is negligible. The rules were
+        chosen on a validation split of adult.data (target hours-per-week,
+        Adult's protected columns private, 40 seeds;
+        ``benchmarks/results/fdp_linear_rules.md``; public-only Ridge 0.128,
+        non-private Ridge 0.198): validation R² ``"residual"``, target
+        public, 0.122 at ε = 0.01, 0.134 at ε = 0.03, 0.150 at ε = 0.1,
+        0.168 at ε = 0.3, 0.187 at ε = 1; target private too, 0.090 at
+        ε = 0.1 and 0.169 at ε = 1.
     [[fit_intercept]]
     [[epsilon]]
     [[delta]]
@@ -232,8 +235,10 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
     block_noise_std_ : dict
         Noise std of the released entries of each noisy block: ``"QP"``
         (``X_QᵀX~_P``), ``"QQ"`` (``X_QᵀX_Q``: its diagonal; off-diagonal
-        entries / √2), ``"Qy"`` (``X_Qᵀy``), ``"Py"`` (``X~_Pᵀy``), the last
-        two in units where the target is mapped to [-1, 1] (see Notes);
+        entries / √2), ``"Qy"`` (``X_Qᵀy``, private target), ``"Qr"``
+        (``X_Qᵀr``, public target: ``r`` the public model's residuals,
+        clipped to ±2), ``"Py"`` (``X~_Pᵀy``, private target), the last
+        three in units where the target is mapped to [-1, 1] (see Notes);
         only the blocks that were noised.
     noise_scale_ : float
         τ, the expected spectral norm of the noise in ``X~ᵀX~`` (public; see
@@ -259,7 +264,11 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
     row-norm bounds, ``P = sqrt(B_P² + 1)`` with the intercept, the target
     mapped to [-1, 1]): ``X_QᵀX~_P``: ``B_Q P``; ``X_QᵀX_Q`` (upper
     triangle, off-diagonal × √2): ``B_Q²``; ``X_Qᵀy``: ``B_Q``; ``X~_Pᵀy``:
-    ``P``; under replacement twice these, but ``√2 B_Q²`` for ``X_QᵀX_Q``.
+    ``P``; with a public target, ``X_Qᵀ clip(r, ±2)`` in place of ``X_Qᵀy``:
+    ``2 B_Q`` (``r = y − X~_P β``, β the public ridge model: functions of
+    the public columns and target of every record, which the simulator of
+    Def. 6 and the replacement of Def. 5 leave unchanged); under
+    replacement twice these, but ``√2 B_Q²`` for ``X_QᵀX_Q``.
     The block weights minimise the total noise variance of the released
     system (``w_k² ∝ sqrt(m_k) / c_k``), that of ``X_QᵀX~_P`` then halved
     (the residual solver uses it only through a few projections; chosen on
@@ -385,7 +394,7 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         layout, y_bounds = self._layout(plan), plan.details["y_bounds"]
         (noise_rng,) = spawn_generators(self.random_state, 1, noise=self.noise)
         system, stats = release_linear_statistics(X, y, layout, y_bounds,
-                                                  plan.noise_multiplier, noise_rng)
+                                                  plan.noise_multiplier, noise_rng, self.alpha)
         if stats.n_public_clipped:
             # Read off the public columns only: free.
             warnings.warn(
