@@ -81,6 +81,7 @@ __all__ = [
     "gaussian_epsilon",
     "gdp_epsilon",
     "gaussian_release",
+    "gaussian_sigma_and_epsilon",
     "TRIAL_DISTRIBUTIONS",
     "repeat_and_select_event",
     "truncated_negative_binomial_gamma",
@@ -1320,6 +1321,93 @@ def _exact_gaussian_epsilon(mu, delta):
     return hi * (1 + _EXACT_MARGIN)
 
 
+def gaussian_sigma_and_epsilon(
+    epsilon: float | None, delta: float, *, noise_multiplier: float | None = None,
+    neighboring: Neighboring = "add_remove",
+) -> tuple[float, float]:
+    """``(σ, ε)`` of ONE Gaussian release by its exact (ε, δ) curve, without its DpEvent.
+
+    What :func:`gaussian_release` computes, without building the DpEvent
+    (whose classes cost a process about 13 ms to load): for an estimator
+    that builds its ``dp_event_`` only when asked.
+
+    Parameters
+    ----------
+    epsilon : float or None
+        Target ε, > 0; with ``noise_multiplier`` given, the budget it may
+        not exceed (None: no budget).
+    delta : float
+        Target δ in (0, 1).
+    noise_multiplier : float or None, default=None
+        A fixed σ (> 0): ε is computed, not targeted.
+    neighboring : {"add_remove", "replace"}, default="add_remove"
+        Neighbouring relation of the guarantee.
+
+    Returns
+    -------
+    noise_multiplier : float
+        σ, as :func:`gaussian_release` returns it.
+    epsilon : float
+        The exact ε of the release at ``delta``, rounded up (> 0).
+
+    Raises
+    ------
+    BudgetExceededError
+        When ``noise_multiplier`` spends more than ``epsilon``, or no σ up to
+        1e6 meets ``epsilon``.
+    """
+    from .exceptions import BudgetExceededError
+
+    _check_delta(delta)
+    if not delta > 0:
+        raise ValueError(f"`delta` must be in (0, 1) for one Gaussian release, got {delta!r}.")
+    _check_choice("neighboring", neighboring, NEIGHBORING_RELATIONS)
+    scale = 2.0 if neighboring == "replace" else 1.0  # the sensitivity, in σ's units
+    if noise_multiplier is None:
+        _check_positive("epsilon", epsilon)
+        epsilon = float(epsilon)
+        key = (epsilon, float(delta), neighboring)
+        sigma = _GAUSSIAN_SIGMA_CACHE.get(key)
+        if sigma is None:
+            # δ(ε; μ) grows with μ: the largest μ with δ(ε; μ) <= δ, bracketed.
+            lo, hi = 0.0, 1.0
+            while _gaussian_delta(epsilon, hi) <= delta:
+                lo, hi = hi, 2 * hi
+                if hi > 1e9:
+                    break
+            while hi - lo > _EXACT_RTOL * hi:
+                mid = (lo + hi) / 2
+                if _gaussian_delta(epsilon, mid) <= delta:
+                    lo = mid
+                else:
+                    hi = mid
+            sigma = max(scale / lo if lo > 0 else math.inf, _SIGMA_FLOOR)
+            if sigma > _SIGMA_CEILING:
+                raise _unreachable(epsilon, delta, _exact_gaussian_epsilon(
+                    scale / _SIGMA_CEILING, delta), "analytic", "one Gaussian release")
+            # Round σ up until the reported ε (itself rounded up) meets the target.
+            step = 1e-12
+            while _exact_gaussian_epsilon(scale / sigma, delta) > epsilon:
+                sigma *= 1 + step
+                step *= 2
+            if len(_GAUSSIAN_SIGMA_CACHE) >= _EPSILON_CACHE_SIZE:
+                _GAUSSIAN_SIGMA_CACHE.clear()
+            _GAUSSIAN_SIGMA_CACHE[key] = sigma
+    else:
+        _check_positive("noise_multiplier", noise_multiplier)
+        sigma = float(noise_multiplier)
+    spent = _exact_gaussian_epsilon(scale / sigma, delta)
+    if spent == 0:
+        # (0, δ)-DP: report a small positive upper bound, as epsilon_of_event does.
+        spent = math.ulp(1.0)
+    if epsilon is not None and spent > epsilon:
+        raise BudgetExceededError(
+            f"noise_multiplier={noise_multiplier!r} spends ε = {spent:.4g} > epsilon = "
+            f"{epsilon!r} at delta = {delta!r} (one Gaussian release). Raise "
+            "noise_multiplier, or set noise_multiplier=None to calibrate it to epsilon.")
+    return float(sigma), float(spent)
+
+
 def gaussian_release(
     epsilon: float | None, delta: float, *, noise_multiplier: float | None = None,
     neighboring: Neighboring = "add_remove",
@@ -1375,58 +1463,11 @@ def gaussian_release(
     >>> round(sigma, 3), bool(eps <= 1.0)
     (3.73, True)
     """
-    from .exceptions import BudgetExceededError
-
-    _check_delta(delta)
-    if not delta > 0:
-        raise ValueError(f"`delta` must be in (0, 1) for one Gaussian release, got {delta!r}.")
-    _check_choice("neighboring", neighboring, NEIGHBORING_RELATIONS)
-    scale = 2.0 if neighboring == "replace" else 1.0  # the sensitivity, in σ's units
-    if noise_multiplier is None:
-        _check_positive("epsilon", epsilon)
-        epsilon = float(epsilon)
-        key = (epsilon, float(delta), neighboring)
-        sigma = _GAUSSIAN_SIGMA_CACHE.get(key)
-        if sigma is None:
-            # δ(ε; μ) grows with μ: the largest μ with δ(ε; μ) <= δ, bracketed.
-            lo, hi = 0.0, 1.0
-            while _gaussian_delta(epsilon, hi) <= delta:
-                lo, hi = hi, 2 * hi
-                if hi > 1e9:
-                    break
-            while hi - lo > _EXACT_RTOL * hi:
-                mid = (lo + hi) / 2
-                if _gaussian_delta(epsilon, mid) <= delta:
-                    lo = mid
-                else:
-                    hi = mid
-            sigma = max(scale / lo if lo > 0 else math.inf, _SIGMA_FLOOR)
-            if sigma > _SIGMA_CEILING:
-                raise _unreachable(epsilon, delta, _exact_gaussian_epsilon(
-                    scale / _SIGMA_CEILING, delta), "analytic", "one Gaussian release")
-            # Round σ up until the reported ε (itself rounded up) meets the target.
-            step = 1e-12
-            while _exact_gaussian_epsilon(scale / sigma, delta) > epsilon:
-                sigma *= 1 + step
-                step *= 2
-            if len(_GAUSSIAN_SIGMA_CACHE) >= _EPSILON_CACHE_SIZE:
-                _GAUSSIAN_SIGMA_CACHE.clear()
-            _GAUSSIAN_SIGMA_CACHE[key] = sigma
-    else:
-        _check_positive("noise_multiplier", noise_multiplier)
-        sigma = float(noise_multiplier)
-    spent = _exact_gaussian_epsilon(scale / sigma, delta)
-    if spent == 0:
-        # (0, δ)-DP: report a small positive upper bound, as epsilon_of_event does.
-        spent = math.ulp(1.0)
-    if epsilon is not None and spent > epsilon:
-        raise BudgetExceededError(
-            f"noise_multiplier={noise_multiplier!r} spends ε = {spent:.4g} > epsilon = "
-            f"{epsilon!r} at delta = {delta!r} (one Gaussian release). Raise "
-            "noise_multiplier, or set noise_multiplier=None to calibrate it to epsilon.")
+    sigma, spent = gaussian_sigma_and_epsilon(epsilon, delta, noise_multiplier=noise_multiplier,
+                                              neighboring=neighboring)
     events = _dp_event_module()
-    event = events.SelfComposedDpEvent(events.GaussianDpEvent(float(sigma)), 1)
-    return float(sigma), event, float(spent)
+    event = events.SelfComposedDpEvent(events.GaussianDpEvent(sigma), 1)
+    return sigma, event, spent
 
 
 _GAUSSIAN_SIGMA_CACHE = {}

@@ -140,26 +140,37 @@ def test_estimator_given_noise_multiplier(data):
 
 
 def test_a_fit_imports_no_accountant_and_its_event_is_dp_accountings():
-    """The cold-start point: a fit loads dp-accounting's DpEvent classes only (not the
-    accountants, nor scipy.signal); a later `import dp_accounting` uses the same classes."""
+    """The cold-start point: a fit loads nothing of dp-accounting; its ``dp_event_``,
+    built when asked, loads the DpEvent classes only (not the accountants, nor
+    scipy.signal), and a later `import dp_accounting` uses the same classes."""
     code = (
         "import sys, json, numpy as np\n"
         "from sklearn_fdp import FeatureDPLinearRegression\n"
         "X = np.random.default_rng(0).uniform(size=(50, 3)); y = X.sum(axis=1)\n"
         "est = FeatureDPLinearRegression(private_features=[0], y_bounds=(0, 3),\n"
         "                                random_state=0).fit(X, y)\n"
-        "loaded = sorted(m for m in sys.modules if m.startswith(('dp_accounting', "
+        "def dp(): return sorted(m for m in sys.modules if m.startswith(('dp_accounting', "
         "'scipy.signal')))\n"
+        "after_fit = dp()\n"
+        "event = est.dp_event_\n"
+        "after_event = dp()\n"
         "import pickle, dp_accounting\n"
         "from sklearn_fdp import accounting\n"
-        "same = isinstance(est.dp_event_.event, dp_accounting.GaussianDpEvent)\n"
-        "back = pickle.loads(pickle.dumps(est.dp_event_)) == est.dp_event_\n"
-        "pld = accounting.epsilon_of_event(est.dp_event_, 1e-5, accountant='pld')\n"
-        "print(json.dumps(dict(loaded=loaded, same=same, back=back, pld=pld, "
-        "eps=est.epsilon_)))\n")
+        "same = isinstance(event.event, dp_accounting.GaussianDpEvent)\n"
+        "back = pickle.loads(pickle.dumps(est)).dp_event_ == event == est.dp_event_\n"
+        "plan = est.privacy_plan_ == est.privacy_plan(50, 3) and est.privacy_plan_.dp_event == event\n"
+        "pld = accounting.epsilon_of_event(event, 1e-5, accountant='pld')\n"
+        "print(json.dumps(dict(after_fit=after_fit, after_event=after_event, same=same, "
+        "back=back, plan=plan, pld=pld, eps=est.epsilon_)))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     out = json.loads(done.stdout.splitlines()[-1])
-    assert out["loaded"] == ["dp_accounting.dp_event"]
-    assert out["same"] and out["back"]
+    assert out["after_fit"] == []
+    assert out["after_event"] == ["dp_accounting.dp_event"]
+    assert out["same"] and out["back"] and out["plan"]
     assert out["eps"] <= out["pld"] * (1 + 1e-8)
+
+
+def test_unfitted_estimator_has_no_plan_or_event():
+    est = FeatureDPLinearRegression(private_features=[0], y_bounds=(0, 3))
+    assert not hasattr(est, "dp_event_") and not hasattr(est, "privacy_plan_")

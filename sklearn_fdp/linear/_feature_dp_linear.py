@@ -259,7 +259,9 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
     (:func:`~sklearn_fdp.accounting.gaussian_release`, Balle & Wang 2018,
     Thm. 8; ``accountant_`` is ``"analytic"``; ε rounded up, never below the
     exact one); ``"pld"`` or ``"rdp"`` ask dp-accounting's accountant
-    instead (a slightly larger σ: their answers are upper bounds). Block
+    instead (a slightly larger σ: their answers are upper bounds).
+    ``dp_event_`` and ``privacy_plan_`` are built from the fit's σ when read
+    (so that a fit loads nothing of dp-accounting). Block
     sensitivities (``B_Q``, ``B_P`` the
     row-norm bounds, ``P = sqrt(B_P² + 1)`` with the intercept, the target
     mapped to [-1, 1]): ``X_QᵀX~_P``: ``B_Q P``; ``X_QᵀX_Q`` (upper
@@ -390,11 +392,11 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         n_samples, n_features = X.shape
         check_delta_vs_n(self.delta, n_samples, name)
         names = spec_feature_names(self, n_features, feature_names)
-        plan = self.privacy_plan(n_samples, n_features, feature_names=names)
-        layout, y_bounds = self._layout(plan), plan.details["y_bounds"]
+        plan = self._plan_parts(n_samples, n_features, names)  # no DpEvent yet: see privacy_plan_
+        layout, y_bounds = self._layout(plan), plan["details"]["y_bounds"]
         (noise_rng,) = spawn_generators(self.random_state, 1, noise=self.noise)
         system, stats = release_linear_statistics(X, y, layout, y_bounds,
-                                                  plan.noise_multiplier, noise_rng, self.alpha)
+                                                  plan["sigma"], noise_rng, self.alpha)
         if stats.n_public_clipped:
             # Read off the public columns only: free.
             warnings.warn(
@@ -414,20 +416,19 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         self.coef_ = theta[:n_features].astype(X.dtype)
         self.intercept_ = float(theta[n_features] + centre) if self.fit_intercept else 0.0
         self.feature_names_ = names
-        self.public_mask_ = plan.details["public_mask"]
+        self.public_mask_ = plan["details"]["public_mask"]
         self.public_features_ = np.flatnonzero(self.public_mask_)
         self.private_features_ = np.flatnonzero(~self.public_mask_)
         self.label_public_ = bool(self.label_public)
         self.row_norm_bounds_ = (layout.public_bound, layout.private_bound)
-        self.block_noise_std_ = dict(plan.details["block_noise_std"])
+        self.block_noise_std_ = dict(plan["details"]["block_noise_std"])
         self.noise_scale_ = float(system.noise_scale)
         self.n_eigenvalues_raised_ = n_raised
-        self.noise_multiplier_ = plan.noise_multiplier
-        self.dp_event_ = plan.dp_event
-        self.epsilon_ = plan.epsilon
+        self.noise_multiplier_ = plan["sigma"]
+        self.epsilon_ = plan["spent"]
         self.delta_ = float(self.delta)
-        self.accountant_ = plan.accountant
-        self.privacy_plan_ = plan
+        self.accountant_ = plan["accountant"]
+        self._fitted_plan = plan  # privacy_plan_ and dp_event_ are built from it when asked
         return self
 
     def privacy_plan(self, n_samples: int, n_features: int, *,
@@ -454,6 +455,11 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         -------
         plan : PrivacyPlan
         """
+        return self._assemble_plan(self._plan_parts(n_samples, n_features, feature_names))
+
+    def _plan_parts(self, n_samples, n_features, feature_names):
+        """Everything :meth:`privacy_plan` returns, as a dict, but the DpEvent of an
+        analytic calibration (``event`` None: :meth:`_assemble_plan` builds it)."""
         name = type(self).__name__
         if self.epsilon is None and self.noise_multiplier is None:
             raise ValueError(
@@ -471,11 +477,12 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         # One Gaussian release: a DP-SGD step at sampling rate 1.
         schedule = DPSGDSchedule(batch_size=n_samples, sampling_rate=1.0, steps=1)
         if self.accountant == "auto":
-            # Its exact (ε, δ) curve, in closed form: no accountant to import.
-            sigma, event, spent = accounting.gaussian_release(
+            # Its exact (ε, δ) curve, in closed form: no accountant to import (and
+            # the DpEvent, whose classes take a cold process ~13 ms to load, later).
+            sigma, spent = accounting.gaussian_sigma_and_epsilon(
                 self.epsilon, self.delta, noise_multiplier=self.noise_multiplier,
                 neighboring=self.neighboring)
-            accountant = "analytic"
+            event, accountant = None, "analytic"
         else:
             sigma, event, spent, accountant = calibrate_dpsgd(self, 1.0, 1)
         private = np.flatnonzero(~public_mask)
@@ -486,14 +493,48 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
                        block_sensitivities=dict(layout.sensitivities),
                        block_weights=dict(layout.weights),
                        block_noise_std={k: sigma / w for k, w in layout.weights.items()})
-        return feature_plan(event, spent, float(self.delta), accountant, protected,
-                            not self.label_public, protected_columns=private,
-                            noise_multiplier=sigma, schedule=schedule, details=details)
+        return dict(event=event, sigma=sigma, spent=spent, delta=float(self.delta),
+                    accountant=accountant, neighboring=self.neighboring, protected=protected,
+                    label_protected=not self.label_public, protected_columns=private,
+                    schedule=schedule, details=details)
+
+    @staticmethod
+    def _assemble_plan(parts):
+        """The :class:`PrivacyPlan` of :meth:`_plan_parts`' dict (a new object; the
+        dict is not changed)."""
+        event = parts["event"]
+        if event is None:
+            event = accounting.gaussian_release(None, parts["delta"],
+                                                noise_multiplier=parts["sigma"],
+                                                neighboring=parts["neighboring"])[1]
+        return feature_plan(event, parts["spent"], parts["delta"], parts["accountant"],
+                            parts["protected"], parts["label_protected"],
+                            protected_columns=parts["protected_columns"],
+                            noise_multiplier=parts["sigma"], schedule=parts["schedule"],
+                            details=parts["details"])
+
+    # The fit's plan and DpEvent are built on first access, not in fit: loading
+    # dp-accounting's DpEvent classes was a third of a cold process's first fit
+    # (issue 19). Each access builds them anew from the fit's public settings.
+    @property
+    def privacy_plan_(self):
+        parts = self.__dict__.get("_fitted_plan")
+        if parts is None:
+            raise AttributeError(
+                f"'{type(self).__name__}' object has no attribute 'privacy_plan_'")
+        return self._assemble_plan(parts)
+
+    @property
+    def dp_event_(self):
+        if "_fitted_plan" not in self.__dict__:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute 'dp_event_'")
+        return self.privacy_plan_.dp_event
 
     def _layout(self, plan):
-        """The release's :class:`StatisticLayout` under ``plan`` (public; as the plan computed it)."""
-        b_p, b_q = plan.details["row_norm_bounds"]
-        return statistic_layout(plan.details["public_mask"], fit_intercept=self.fit_intercept,
+        """The release's :class:`StatisticLayout` under ``plan`` (the dict of
+        :meth:`_plan_parts`: public; as it computed it)."""
+        b_p, b_q = plan["details"]["row_norm_bounds"]
+        return statistic_layout(plan["details"]["public_mask"], fit_intercept=self.fit_intercept,
                                 label_public=self.label_public, public_bound=b_p,
                                 private_bound=b_q, neighboring=self.neighboring)
 
