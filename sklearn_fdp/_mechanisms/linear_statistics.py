@@ -7,14 +7,16 @@ public or private, the blocks that involve only public values (``X_Pᵀ X_P``,
 and ``X_Pᵀ y`` when the target is public) are computed exactly, and the
 others are released once with the Gaussian mechanism:
 
-=========  ============================  ================  ==============
-block      entries                       add/remove sens.  replace sens.
-=========  ============================  ================  ==============
-``QP``     ``X_Qᵀ X~_P``                 ``B_Q · P``       ``2 B_Q · P``
-``QQ``     upper triangle of X_QᵀX_Q     ``B_Q²``          ``√2 B_Q²``
-``Qy``     ``X_Qᵀ y``                    ``B_Q``           ``2 B_Q``
-``Py``     ``X~_Pᵀ y`` (target private)  ``P``             ``2 P``
-=========  ============================  ================  ==============
+=========  ==================================  ================  ==============
+block      entries                             add/remove sens.  replace sens.
+=========  ==================================  ================  ==============
+``QP``     ``X_Qᵀ X~_P``                       ``B_Q · P``       ``2 B_Q · P``
+``QQ``     upper triangle of X_QᵀX_Q           ``B_Q²``          ``√2 B_Q²``
+``Qy``     ``X_Qᵀ y`` (target private)         ``B_Q``           ``2 B_Q``
+``Qr``     ``X_Qᵀ clip(r, ±2)`` (target        ``2 B_Q``         ``4 B_Q``
+           public; ``r = y − X~_P β``)
+``Py``     ``X~_Pᵀ y`` (target private)        ``P``             ``2 P``
+=========  ==================================  ================  ==============
 
 Units and bounds. Every row's public block is clipped to L2 norm ``B_P``
 and its protected block to ``B_Q`` (declared bounds, never read from the
@@ -25,6 +27,31 @@ target is clipped to the declared ``y_bounds = (lo, hi)`` and mapped to
 released blocks are in these units, and the solution is mapped back
 exactly (post-processing): the ridge minimiser for ``(y − c) / h`` is the
 one for ``y`` divided by ``h``, its intercept moved by ``c``.
+
+The residual block (target public; issue 19). The solver needs the
+protected columns' right-hand side only as ``X_Qᵀy − X_QᵀX~_P β = X_Qᵀ r``,
+``β`` the public ridge model (:func:`public_ridge`: ``(X~_PᵀX~_P + α
+D_P)⁻¹ X~_Pᵀy``) and ``r = y − X~_P β`` its residuals. Releasing ``X_Qᵀy``
+and ``X_QᵀX~_P`` and forming it from them puts the noise of ``X_QᵀX~_P``
+times ``‖β‖`` into it; so with a public target ``X_Qᵀ clip(r)`` is released
+instead of ``X_Qᵀy``, each residual clipped to ``[−R, R]``,
+``R =`` :data:`RESIDUAL_BOUND` ``= 2`` (a public constant; ``|y| <= 1``).
+β and ``r`` are functions of the public columns and the public target of
+*every* record, so the bound rests on the relation's public part: under
+replacement (Def. 5) a record's public columns and target are kept, β and
+every ``r_i`` are unchanged, and the block moves by ``(q − q') r_i``, of
+norm ``<= 2 B_Q R``. Under add/remove (Def. 6) the simulator
+``sim(S, Ψ(x))`` knows the record's public part ``Ψ(x)`` (its public columns
+and target) and runs the mechanism on ``S`` plus that record with its
+protected values zero: β and every ``r_i`` are the same as on ``S ∪ {x}``,
+and the record's protected values add ``q r_x`` (norm ``<= B_Q R``) to this
+block, as they add ``q p~ᵀ`` and ``q qᵀ`` to the others (for which the
+simulator's run and plain removal release the same). The sensitivity of
+the stacked vector below is therefore unchanged in form, with ``Qr`` in
+place of ``Qy``. ``X_Qᵀy`` is not released then; the joint solver uses
+``X_Qᵀ r + X_QᵀX~_P β`` for it (post-processing; exact without noise when no
+residual is clipped). Validation (``benchmarks/bench_fdp_linear_rules.py``):
++0.7 to +1.7 R² points at ε ∈ [0.01, 1] on Adult hours-per-week.
 
 The symmetric block. Only the upper triangle of ``X_QᵀX_Q`` is released,
 its off-diagonal entries multiplied by ``√2`` first: the vector then has
@@ -51,7 +78,7 @@ The weights minimise the total noise variance of the released system
 ``[G, b]`` (each entry counted as often as it appears in the symmetric
 ``(d + 2) × (d + 2)`` matrix ``[X~, y]ᵀ[X~, y]``), ``w_k² ∝ sqrt(m_k) / c_k``
 (Cauchy–Schwarz), the same as splitting the budget across blocks
-optimally; then ``w_QP`` is halved (:data:`QP_WEIGHT`, chosen by validation)
+optimally (``Qr`` counted as ``Qy``); then ``w_QP`` is halved (:data:`QP_WEIGHT`, chosen by validation)
 and all are rescaled to the sensitivity above.
 
 Solving (post-processing; :func:`solve_noisy_ridge`). Noise scales from σ
@@ -62,8 +89,9 @@ the expected norm of the noise of ``X~_Pᵀy``. Every inverse raises the
 eigenvalues below its noise scale to it (at least ``1e-12 max(1,
 |λ|_max)``), so the solution is always finite. ``solver="residual"`` (the
 default) fits the public model, then the protected columns to its residual,
-residualised on the public directions the noise leaves intact, each step with
-``τ`` (``τ_b``) added to the ridge; ``"joint"`` solves the whole noisy
+residualised on the public directions the noise leaves intact (eigenvalue at
+least ``KEEP · τ``), the public step with ``τ_b`` added to the ridge and the
+protected one with ``RIDGE · τ`` (eigenvalues below ``τ`` raised to it); ``"joint"`` solves the whole noisy
 system. Both are Ridge on the clipped data when the noise vanishes.
 """
 
@@ -76,11 +104,23 @@ import scipy.sparse as sp
 from .._outofcore import row_slice
 from .gaussian_mean import row_scale_factors
 
-# Bytes of float64 working array per chunk of the one pass over the data.
-CHUNK_BYTES = 16 << 20
+# Bytes of float64 working array per chunk of the passes over the data. 4 MiB
+# (issue 19; was 16): the chunk's copies stay in cache and fresh pages are fewer;
+# measured on Adult (32,561 × 104, one thread): the statistics 20.3 ms warm and
+# 23.6 ms on a process's first fit, against 22.1 and 26.8 ms at 16 MiB (2 MiB:
+# 20.8 and 23.2; 512 KiB: 25.1 ms warm).
+CHUNK_BYTES = 4 << 20
 
 #: The released blocks, in the order of the stacked vector.
-BLOCKS = ("QP", "QQ", "Qy", "Py")
+BLOCKS = ("QP", "QQ", "Qy", "Qr", "Py")
+
+#: With a public target the protected columns' right-hand side is released as
+#: ``X_Qᵀ r`` for the public residual ``r = y − X~_P β`` (β: the public ridge
+#: model), each ``r_i`` clipped to ``[−RESIDUAL_BOUND, RESIDUAL_BOUND]`` (target
+#: units, where ``|y| <= 1``): a residual beyond 2 needs a public prediction
+#: outside the target's range, so nothing is clipped for a sane public model
+#: (Adult hours-per-week: largest |r| 1.41 on the validation study's training split).
+RESIDUAL_BOUND = 2.0
 
 # The X_QᵀX~_P block's weight relative to the variance-optimal rule. The
 # residual solver (the default) uses that block only through a few
@@ -90,7 +130,26 @@ BLOCKS = ("QP", "QQ", "Qy", "Py")
 # columns private, 3 seeds; never adult.test): 0.5 was best or within 0.0015
 # of the best R² at ε ∈ {0.01, 0.1, 1}, target public and private, and gained
 # 0.0011-0.0095 (target public) and 0.009-0.017 (target private) over 1.
+# Checked again with the residual release among {0.25, 0.5, 1} (benchmarks/
+# bench_fdp_linear_rules.py, issue 19, 40 seeds): 0.5 is best or close at every ε
+# but with a public target at ε <= 0.1, where 0.25 gains 0.002-0.008 (and loses
+# 0.007 at ε = 1).
 QP_WEIGHT = 0.5
+
+# The residual solver keeps the public eigendirections whose eigenvalue is at
+# least KEEP[label_public] · τ. Chosen on the same validation split
+# (benchmarks/bench_fdp_linear_rules.py, issue 19, 40 seeds) among {0.25, 0.5, 1}:
+# with a public target 0.5 gains +0.003 and +0.008 R² over 1 at ε = 0.3 and 1
+# (level below; 0.25 is level with 0.5 at ε >= 0.3 and loses 0.002 at 0.1);
+# with a private target 1 stays best (0.5 loses up to 0.009 at small ε).
+KEEP = {True: 0.5, False: 1.0}
+
+# The ridge the residual solver adds to the protected step, RIDGE[label_public] · τ
+# (on top of α; the eigenvalue floor at τ applies either way). Same study among
+# {1, 0.5, 0.25, 0 (the floor alone)}: with a public target 1 is best at ε <= 0.03
+# and within 0.0015 of the best above; with a private target the floor alone gains
+# 0.004-0.009 R² over 1 at ε ∈ [0.03, 1] (level at ε = 0.01).
+RIDGE = {True: 1.0, False: 0.0}
 
 
 class StatisticLayout(NamedTuple):
@@ -138,14 +197,15 @@ def statistic_layout(public_mask, *, fit_intercept, label_public, public_bound, 
     b_q = float(private_bound)
     p = math.sqrt(float(public_bound) ** 2 + int(fit_intercept))
     replace = neighboring == "replace"
-    sizes = {"QP": d_q * d_p1, "QQ": _triu_size(d_q), "Qy": d_q,
-             "Py": 0 if label_public else d_p1}
-    add_remove = {"QP": b_q * p, "QQ": b_q * b_q, "Qy": b_q, "Py": p}
-    factor = {"QP": 2.0, "QQ": math.sqrt(2.0), "Qy": 2.0, "Py": 2.0} if replace else \
-        dict.fromkeys(BLOCKS, 1.0)
+    sizes = {"QP": d_q * d_p1, "QQ": _triu_size(d_q), "Qy": 0 if label_public else d_q,
+             "Qr": d_q if label_public else 0, "Py": 0 if label_public else d_p1}
+    add_remove = {"QP": b_q * p, "QQ": b_q * b_q, "Qy": b_q, "Qr": b_q * RESIDUAL_BOUND,
+                  "Py": p}
+    factor = {"QP": 2.0, "QQ": math.sqrt(2.0), "Qy": 2.0, "Qr": 2.0, "Py": 2.0} if replace \
+        else dict.fromkeys(BLOCKS, 1.0)
     # How often a block's entries appear in the symmetric [X~, y]ᵀ[X~, y]
     # (QP and the y columns twice; the scaled triangle stands for QQ whole).
-    appears = {"QP": 2, "QQ": 1, "Qy": 2, "Py": 2}
+    appears = {"QP": 2, "QQ": 1, "Qy": 2, "Qr": 2, "Py": 2}
     sens = {k: factor[k] * add_remove[k] for k in BLOCKS if sizes[k] and add_remove[k] > 0}
     sizes = {k: sizes[k] for k in sens}
     target = 2.0 if replace else 1.0
@@ -168,6 +228,9 @@ class Statistics(NamedTuple):
     b_P: np.ndarray  # X~_Pᵀ y (public when the target is)
     n_clipped: int  # targets outside y_bounds (not released)
     n_public_clipped: int  # rows whose public block exceeded B_P (public: read off public columns)
+    beta: np.ndarray | None = None  # the public ridge model (target public; else None)
+    r_Q: np.ndarray | None = None  # X_Qᵀ clip(y − X~_P β) (target public; else None)
+    n_residual_clipped: int = 0  # public residuals beyond RESIDUAL_BOUND (public)
 
 
 def target_map(y_bounds, fit_intercept):
@@ -178,13 +241,18 @@ def target_map(y_bounds, fit_intercept):
     return 0.0, max(abs(lo), abs(hi))
 
 
-def _clip_rows(block, bound):
-    """``(rows, n)``: a float64 block's rows scaled to L2 norm at most ``bound`` (a new
-    array), and how many were scaled down."""
+def _mapped_target(y, lo, hi, centre, half):
+    """``(clip(y, lo, hi) − centre) / half``, clipped to [−1, 1] again: the map's
+    rounding may leave it a few ulps outside (narrow bounds far from 0), which
+    the sensitivities do not allow for."""
+    return np.clip((np.clip(y, lo, hi) - centre) / half, -1.0, 1.0)
+
+
+def _clip_factors(block, bound):
+    """Per-row factors (<= 1) that scale a float64 block's rows to L2 norm at most ``bound``."""
     if block.shape[1] == 0:
-        return block, 0
-    factors = row_scale_factors(block, bound, "clip")
-    return block * factors[:, None], int(np.count_nonzero(factors < 1.0))
+        return np.ones(block.shape[0])
+    return row_scale_factors(block, bound, "clip")
 
 
 def _chunk_rows(n_columns):
@@ -192,7 +260,7 @@ def _chunk_rows(n_columns):
     return max(256, CHUNK_BYTES // (8 * max(1, n_columns)))
 
 
-def sufficient_statistics(X, y, layout, y_bounds):
+def sufficient_statistics(X, y, layout, y_bounds, alpha=1.0):
     """The exact clipped blocks of :class:`Statistics`, in one pass over row chunks.
 
     Rows' public and protected blocks are clipped to ``B_P`` / ``B_Q`` apart
@@ -200,7 +268,11 @@ def sufficient_statistics(X, y, layout, y_bounds):
     ``y_bounds`` and then mapped by :func:`target_map`; each chunk becomes
     ``Z = [X~_P, X_Q, y]`` in float64 (whatever ``X``'s dtype) and ``ZᵀZ``
     is accumulated: every block is a sub-matrix of it (``yᵀy`` is computed
-    and dropped).
+    and dropped). With a public target a second, cheaper pass (two
+    matrix-vector products per chunk) computes the public residual
+    ``r = y − X~_P β`` of the public ridge model β (``alpha``; from the exact
+    public blocks) and ``X_Qᵀ clip(r, ±RESIDUAL_BOUND)`` from the same
+    clipped rows (their clip factors are kept from the first pass).
     """
     n = X.shape[0]
     centre, half = target_map(y_bounds, layout.fit_intercept)
@@ -212,25 +284,68 @@ def sufficient_statistics(X, y, layout, y_bounds):
     y = np.asarray(y, dtype=np.float64)
     n_clipped = n_public_clipped = 0
     step = _chunk_rows(X.shape[1] + width)
+    residual = layout.label_public and d_q > 0
+    if residual:  # the rows' clip factors, for the second pass
+        f_pub, f_priv = np.ones(n), np.ones(n)
     for start in range(0, n, step):
         stop = min(n, start + step)
         rows = row_slice(X, start, stop)
         rows = rows.toarray() if sp.issparse(rows) else rows
         rows = np.asarray(rows, dtype=np.float64)
         Z = np.empty((stop - start, width))
-        Z[:, :d_p], count = _clip_rows(rows[:, layout.public_idx], layout.public_bound)
-        n_public_clipped += count
+        block = rows[:, layout.public_idx]
+        factors = _clip_factors(block, layout.public_bound)
+        np.multiply(block, factors[:, None], out=Z[:, :d_p])
+        n_public_clipped += int(np.count_nonzero(factors < 1.0))
+        if residual:
+            f_pub[start:stop] = factors
         if layout.fit_intercept:
             Z[:, d_p] = 1.0
-        Z[:, d_p1:d_p1 + d_q] = _clip_rows(rows[:, layout.private_idx], layout.private_bound)[0]
+        block = rows[:, layout.private_idx]
+        factors = _clip_factors(block, layout.private_bound)
+        np.multiply(block, factors[:, None], out=Z[:, d_p1:d_p1 + d_q])
+        if residual:
+            f_priv[start:stop] = factors
         yc = y[start:stop]
         n_clipped += int(np.count_nonzero((yc < lo) | (yc > hi)))
-        Z[:, -1] = (np.clip(yc, lo, hi) - centre) / half
+        Z[:, -1] = _mapped_target(yc, lo, hi, centre, half)
         S += Z.T @ Z
     S = (S + S.T) / 2.0
     q = slice(d_p1, d_p1 + d_q)
-    return Statistics(S[:d_p1, :d_p1].copy(), S[q, :d_p1].copy(), S[q, q].copy(),
-                      S[q, -1].copy(), S[:d_p1, -1].copy(), n_clipped, n_public_clipped)
+    stats = Statistics(S[:d_p1, :d_p1].copy(), S[q, :d_p1].copy(), S[q, q].copy(),
+                       S[q, -1].copy(), S[:d_p1, -1].copy(), n_clipped, n_public_clipped)
+    if not residual:
+        return stats
+    # The public model (exact: public columns and target) and its residuals.
+    beta = public_ridge(stats.G_PP, stats.b_P, alpha, layout.fit_intercept)
+    coef = np.zeros(X.shape[1])
+    coef[layout.public_idx] = beta[:d_p]
+    offset = beta[d_p] if layout.fit_intercept else 0.0
+    r_q = np.zeros(X.shape[1])
+    n_residual_clipped = 0
+    for start in range(0, n, step):
+        stop = min(n, start + step)
+        rows = row_slice(X, start, stop)
+        rows = rows.toarray() if sp.issparse(rows) else rows
+        rows = np.asarray(rows, dtype=np.float64)
+        yc = _mapped_target(y[start:stop], lo, hi, centre, half)
+        r = yc - (f_pub[start:stop] * (rows @ coef) + offset)
+        n_residual_clipped += int(np.count_nonzero(np.abs(r) > RESIDUAL_BOUND))
+        r = np.clip(r, -RESIDUAL_BOUND, RESIDUAL_BOUND)
+        r_q += rows.T @ (f_priv[start:stop] * r)
+    return stats._replace(beta=beta, r_Q=r_q[layout.private_idx].copy(),
+                          n_residual_clipped=n_residual_clipped)
+
+
+def public_ridge(G_PP, b_P, alpha, fit_intercept):
+    """β = ``(X~_PᵀX~_P + α D_P)⁻¹ X~_Pᵀy`` (the intercept last and unpenalised), its
+    eigenvalues below ``1e-12 max(1, |λ|_max)`` raised to that: the public model."""
+    d_pen = np.ones(G_PP.shape[0])
+    if fit_intercept and d_pen.size:
+        d_pen[-1] = 0.0
+    if not d_pen.size:
+        return np.zeros(0)
+    return _floored_solve(G_PP + np.diag(alpha * d_pen), b_P, 0.0)[0]
 
 
 def _triu(A):
@@ -252,7 +367,7 @@ def _untriu(v, d):
 def _block_vectors(stats, layout):
     """``{block: its unweighted released entries}`` for the noisy blocks."""
     vecs = {"QP": stats.A_QP.ravel(), "QQ": _triu(stats.A_QQ), "Qy": stats.b_Q,
-            "Py": stats.b_P}
+            "Qr": stats.r_Q, "Py": stats.b_P}
     return {k: vecs[k] for k in layout.weights}
 
 
@@ -277,6 +392,8 @@ class NoisySystem(NamedTuple):
     b: np.ndarray
     noise_scale: float  # τ: the expected spectral norm of G's noise (public)
     target_noise_std: float  # noise std of X~_Pᵀy's entries (0 when exact)
+    beta: np.ndarray | None = None  # the exact public model (target public), intercept last
+    r_Q: np.ndarray | None = None  # noisy X_Qᵀ clip(y − X~_P β) (target public)
 
 
 def noise_stds(layout, noise_multiplier):
@@ -293,7 +410,7 @@ def noise_scale(layout, noise_multiplier):
     return tau + 2.0 * stds.get("QQ", 0.0) * math.sqrt(d_q)
 
 
-def release_linear_statistics(X, y, layout, y_bounds, noise_multiplier, noise_rng):
+def release_linear_statistics(X, y, layout, y_bounds, noise_multiplier, noise_rng, alpha=1.0):
     """Clip, compute the blocks, add one Gaussian to the stacked weighted vector; assemble.
 
     Returns ``(system, stats)``: the :class:`NoisySystem` (public blocks
@@ -302,7 +419,7 @@ def release_linear_statistics(X, y, layout, y_bounds, noise_multiplier, noise_rn
     from the private targets: for the data holder's warning, never released;
     ``n_public_clipped``, from the public columns).
     """
-    stats = sufficient_statistics(X, y, layout, y_bounds)
+    stats = sufficient_statistics(X, y, layout, y_bounds, alpha)
     noisy = add_gaussian_noise(stacked_release(stats, layout), noise_multiplier, noise_rng)
     blocks, offset = {}, 0
     for k, size in layout.sizes.items():
@@ -312,8 +429,12 @@ def release_linear_statistics(X, y, layout, y_bounds, noise_multiplier, noise_rn
     d_p1 = len(layout.public_idx) + int(layout.fit_intercept)
     A_QP = blocks["QP"].reshape(d_q, d_p1) if "QP" in blocks else stats.A_QP
     A_QQ = _untriu(blocks["QQ"], d_q) if "QQ" in blocks else stats.A_QQ
-    b_Q = blocks.get("Qy", stats.b_Q)
     b_P = blocks.get("Py", stats.b_P)
+    r_Q = blocks.get("Qr")
+    # With the residual released, X_Qᵀy = X_Qᵀr + X_QᵀX~_P β (exact without noise
+    # when no residual is clipped): what the joint solve needs.
+    b_Q = blocks["Qy"] if "Qy" in blocks else (
+        r_Q + A_QP @ stats.beta if r_Q is not None else stats.b_Q)
     # Assemble in the input's column order, the intercept last.
     pub = np.r_[layout.public_idx, [X.shape[1]] * int(layout.fit_intercept)].astype(int)
     priv = layout.private_idx
@@ -327,7 +448,8 @@ def release_linear_statistics(X, y, layout, y_bounds, noise_multiplier, noise_rn
     b[pub] = b_P
     b[priv] = b_Q
     stds = noise_stds(layout, noise_multiplier)
-    return (NoisySystem(G, b, noise_scale(layout, noise_multiplier), stds.get("Py", 0.0)),
+    return (NoisySystem(G, b, noise_scale(layout, noise_multiplier), stds.get("Py", 0.0),
+                        stats.beta if r_Q is not None else None, r_Q),
             stats)
 
 
@@ -359,10 +481,15 @@ def solve_noisy_ridge(system, alpha, fit_intercept, layout, solver="residual"):
     ``β = (G_PP + (α + τ_b) D_P)⁻¹ b_P`` with ``τ_b = s_Py sqrt(d_P + 1)`` the
     expected norm of the noise of ``b_P`` (0 with a public target); the
     protected columns are residualised on the public eigendirections ``V_k``
-    of that matrix whose eigenvalues ``λ_k`` are at least ``τ`` (there the
-    noise of ``A_QP`` is not amplified beyond ``1 / τ``; the intercept's
-    direction is one of them), ``C = X_QᵀX_Q − (A_QP V_k) Λ_k⁻¹ (A_QP V_k)ᵀ``,
-    and ``θ_Q = (C + (α + τ) I)⁻¹ (b_Q − A_QP β)``; the public coefficients
+    of that matrix whose eigenvalues ``λ_k`` are at least ``KEEP · τ`` (there
+    the noise of ``A_QP`` is not amplified beyond ``1 / (KEEP τ)``; the
+    intercept's direction is one of them; :data:`KEEP` is 0.5 with a public
+    target, 1 with a private one), ``C = X_QᵀX_Q − (A_QP V_k) Λ_k⁻¹ (A_QP
+    V_k)ᵀ``, and ``θ_Q = (C + (α + c τ) I)⁻¹ (b_Q − A_QP β)`` (``c`` =
+    :data:`RIDGE`: 1 with a public target, 0 with a private one; the
+    eigenvalues of that matrix below ``τ`` raised to ``τ`` either way), with the
+    released ``X_Qᵀ r`` for ``b_Q − A_QP β`` when the target is public (see
+    the module docstring: it carries no noise of ``A_QP``); the public coefficients
     are then moved by ``− V_k Λ_k⁻¹ (A_QP V_k)ᵀ θ_Q``. As the noise grows the
     model falls back to the exact public one; as it vanishes every direction
     is kept and this is the joint solution (Ridge on the clipped data).
@@ -385,15 +512,21 @@ def solve_noisy_ridge(system, alpha, fit_intercept, layout, solver="residual"):
     tau_b = _target_noise_scale(layout, system)
     tau = system.noise_scale
     G_pp = G[np.ix_(pub, pub)] + np.diag((alpha + tau_b) * d_pen[pub])
-    beta, raised_p = _floored_solve(G_pp, system.b[pub], tau_b)
+    if system.r_Q is not None:  # the exact public model the released residual is of
+        beta, raised_p = system.beta, 0
+    else:
+        beta, raised_p = _floored_solve(G_pp, system.b[pub], tau_b)
     A = G[np.ix_(priv, pub)]
     lam, V = np.linalg.eigh((G_pp + G_pp.T) / 2.0)
-    keep = lam >= max(tau, 1e-12 * max(1.0, float(np.abs(lam).max(initial=0.0))))
+    threshold = KEEP[system.r_Q is not None] * tau
+    keep = lam >= max(threshold, 1e-12 * max(1.0, float(np.abs(lam).max(initial=0.0))))
     W = A @ V[:, keep]  # A_QP V_k
     lam_k = lam[keep]
     C = G[np.ix_(priv, priv)] - (W / lam_k) @ W.T
-    rhs = system.b[priv] - A @ beta
-    theta_q, raised_q = _floored_solve(C + (alpha + tau) * np.eye(len(priv)), rhs, tau)
+    # X_Qᵀ(y − X~_P β): released as such with a public target, else from b_Q and A_QP.
+    rhs = system.r_Q if system.r_Q is not None else system.b[priv] - A @ beta
+    ridge = alpha + RIDGE[system.r_Q is not None] * tau
+    theta_q, raised_q = _floored_solve(C + ridge * np.eye(len(priv)), rhs, tau)
     theta = np.zeros(size)
     theta[pub] = beta - V[:, keep] @ ((W.T @ theta_q) / lam_k)
     theta[priv] = theta_q

@@ -174,20 +174,23 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         and intercept; with a private target from the noisy ``X~_Pᵀy``, its
         ridge raised by the noise's expected norm ``τ_b``), then the
         protected columns fitted to its residual, residualised on the
-        public directions whose eigenvalue exceeds the noise scale ``τ``
-        (``noise_scale_``), with the ridge raised by ``τ``: as the noise
-        grows, the model falls back to the public one. ``"joint"``: the
+        public directions whose eigenvalue exceeds a share of the noise
+        scale ``τ`` (``noise_scale_``; 0.5 τ with a public target, τ with a
+        private one), with the ridge raised by ``τ`` (public target) or the
+        eigenvalues below ``τ`` raised to it (private target): as the noise
+        grows, the model falls back to the public one. With a public
+        target the protected columns' right-hand side is released directly
+        as ``X_Qᵀ r``, ``r`` the public model's residuals. ``"joint"``: the
         whole noisy system ``(X~ᵀX~ + α D) θ = X~ᵀy`` at once, its
         eigenvalues below ``τ`` raised to ``τ``. Both are ``Ridge(alpha)``
-        on the clipped data when the noise is negligible. On a validation
-        split of adult.data (target hours-per-week, Adult's protected
-        columns private, 3 seeds; public-only Ridge 0.128, non-private
-        Ridge 0.198), validation R² ``"residual"`` / ``"joint"``, target
-        public: 0.144 / 0.018 at ε = 0.01, 0.150 / 0.070 at ε = 0.03, 0.159
-        / 0.118 at ε = 0.1, 0.168 / 0.152 at ε = 0.3, 0.180 / 0.177 at ε = 1,
-        0.194 / 0.194 at ε = 3; target private too: 0.030 / 0.042 at
-        ε = 0.03, 0.082 / 0.094 at ε = 0.1, 0.163 / 0.164 at ε = 1 (so
-        ``"joint"`` may serve better there).
+        on the clipped data when the noise is negligible. The rules were
+        chosen on a validation split of adult.data (target hours-per-week,
+        Adult's protected columns private, 40 seeds;
+        ``benchmarks/results/fdp_linear_rules.md``; public-only Ridge 0.128,
+        non-private Ridge 0.198): validation R² ``"residual"``, target
+        public, 0.122 at ε = 0.01, 0.134 at ε = 0.03, 0.150 at ε = 0.1,
+        0.168 at ε = 0.3, 0.187 at ε = 1; target private too, 0.090 at
+        ε = 0.1 and 0.169 at ε = 1.
     [[fit_intercept]]
     [[epsilon]]
     [[delta]]
@@ -232,8 +235,10 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
     block_noise_std_ : dict
         Noise std of the released entries of each noisy block: ``"QP"``
         (``X_QᵀX~_P``), ``"QQ"`` (``X_QᵀX_Q``: its diagonal; off-diagonal
-        entries / √2), ``"Qy"`` (``X_Qᵀy``), ``"Py"`` (``X~_Pᵀy``), the last
-        two in units where the target is mapped to [-1, 1] (see Notes);
+        entries / √2), ``"Qy"`` (``X_Qᵀy``, private target), ``"Qr"``
+        (``X_Qᵀr``, public target: ``r`` the public model's residuals,
+        clipped to ±2), ``"Py"`` (``X~_Pᵀy``, private target), the last
+        three in units where the target is mapped to [-1, 1] (see Notes);
         only the blocks that were noised.
     noise_scale_ : float
         τ, the expected spectral norm of the noise in ``X~ᵀX~`` (public; see
@@ -249,11 +254,23 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
     (FDP paper, Def. 5 for ``neighboring="replace"``, Def. 6 for
     ``"add_remove"``). One Gaussian release (``dp_event_`` is
     ``dpsgd_event(σ, 1, 1)``, one Gaussian of noise multiplier σ) of the
-    stacked, weighted blocks; block sensitivities (``B_Q``, ``B_P`` the
+    stacked, weighted blocks. With ``accountant="auto"`` (the default) σ and
+    ``epsilon_`` come from that Gaussian's exact (ε, δ) curve
+    (:func:`~sklearn_fdp.accounting.gaussian_release`, Balle & Wang 2018,
+    Thm. 8; ``accountant_`` is ``"analytic"``; ε rounded up, never below the
+    exact one); ``"pld"`` or ``"rdp"`` ask dp-accounting's accountant
+    instead (a slightly larger σ: their answers are upper bounds).
+    ``dp_event_`` and ``privacy_plan_`` are built from the fit's σ when read
+    (so that a fit loads nothing of dp-accounting). Block
+    sensitivities (``B_Q``, ``B_P`` the
     row-norm bounds, ``P = sqrt(B_P² + 1)`` with the intercept, the target
     mapped to [-1, 1]): ``X_QᵀX~_P``: ``B_Q P``; ``X_QᵀX_Q`` (upper
     triangle, off-diagonal × √2): ``B_Q²``; ``X_Qᵀy``: ``B_Q``; ``X~_Pᵀy``:
-    ``P``; under replacement twice these, but ``√2 B_Q²`` for ``X_QᵀX_Q``.
+    ``P``; with a public target, ``X_Qᵀ clip(r, ±2)`` in place of ``X_Qᵀy``:
+    ``2 B_Q`` (``r = y − X~_P β``, β the public ridge model: functions of
+    the public columns and target of every record, which the simulator of
+    Def. 6 and the replacement of Def. 5 leave unchanged); under
+    replacement twice these, but ``√2 B_Q²`` for ``X_QᵀX_Q``.
     The block weights minimise the total noise variance of the released
     system (``w_k² ∝ sqrt(m_k) / c_k``), that of ``X_QᵀX~_P`` then halved
     (the residual solver uses it only through a few projections; chosen on
@@ -375,11 +392,11 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         n_samples, n_features = X.shape
         check_delta_vs_n(self.delta, n_samples, name)
         names = spec_feature_names(self, n_features, feature_names)
-        plan = self.privacy_plan(n_samples, n_features, feature_names=names)
-        layout, y_bounds = self._layout(plan), plan.details["y_bounds"]
+        plan = self._plan_parts(n_samples, n_features, names)  # no DpEvent yet: see privacy_plan_
+        layout, y_bounds = self._layout(plan), plan["details"]["y_bounds"]
         (noise_rng,) = spawn_generators(self.random_state, 1, noise=self.noise)
         system, stats = release_linear_statistics(X, y, layout, y_bounds,
-                                                  plan.noise_multiplier, noise_rng)
+                                                  plan["sigma"], noise_rng, self.alpha)
         if stats.n_public_clipped:
             # Read off the public columns only: free.
             warnings.warn(
@@ -399,20 +416,19 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         self.coef_ = theta[:n_features].astype(X.dtype)
         self.intercept_ = float(theta[n_features] + centre) if self.fit_intercept else 0.0
         self.feature_names_ = names
-        self.public_mask_ = plan.details["public_mask"]
+        self.public_mask_ = plan["details"]["public_mask"]
         self.public_features_ = np.flatnonzero(self.public_mask_)
         self.private_features_ = np.flatnonzero(~self.public_mask_)
         self.label_public_ = bool(self.label_public)
         self.row_norm_bounds_ = (layout.public_bound, layout.private_bound)
-        self.block_noise_std_ = dict(plan.details["block_noise_std"])
+        self.block_noise_std_ = dict(plan["details"]["block_noise_std"])
         self.noise_scale_ = float(system.noise_scale)
         self.n_eigenvalues_raised_ = n_raised
-        self.noise_multiplier_ = plan.noise_multiplier
-        self.dp_event_ = plan.dp_event
-        self.epsilon_ = plan.epsilon
+        self.noise_multiplier_ = plan["sigma"]
+        self.epsilon_ = plan["spent"]
         self.delta_ = float(self.delta)
-        self.accountant_ = plan.accountant
-        self.privacy_plan_ = plan
+        self.accountant_ = plan["accountant"]
+        self._fitted_plan = plan  # privacy_plan_ and dp_event_ are built from it when asked
         return self
 
     def privacy_plan(self, n_samples: int, n_features: int, *,
@@ -439,6 +455,11 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         -------
         plan : PrivacyPlan
         """
+        return self._assemble_plan(self._plan_parts(n_samples, n_features, feature_names))
+
+    def _plan_parts(self, n_samples, n_features, feature_names):
+        """Everything :meth:`privacy_plan` returns, as a dict, but the DpEvent of an
+        analytic calibration (``event`` None: :meth:`_assemble_plan` builds it)."""
         name = type(self).__name__
         if self.epsilon is None and self.noise_multiplier is None:
             raise ValueError(
@@ -455,7 +476,15 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
                                   private_bound=b_q, neighboring=self.neighboring)
         # One Gaussian release: a DP-SGD step at sampling rate 1.
         schedule = DPSGDSchedule(batch_size=n_samples, sampling_rate=1.0, steps=1)
-        sigma, event, spent, accountant = calibrate_dpsgd(self, 1.0, 1)
+        if self.accountant == "auto":
+            # Its exact (ε, δ) curve, in closed form: no accountant to import (and
+            # the DpEvent, whose classes take a cold process ~13 ms to load, later).
+            sigma, spent = accounting.gaussian_sigma_and_epsilon(
+                self.epsilon, self.delta, noise_multiplier=self.noise_multiplier,
+                neighboring=self.neighboring)
+            event, accountant = None, "analytic"
+        else:
+            sigma, event, spent, accountant = calibrate_dpsgd(self, 1.0, 1)
         private = np.flatnonzero(~public_mask)
         protected = ([f"x{int(i)}" for i in private] if feature_names is None
                      else [str(feature_names[int(i)]) for i in private])
@@ -464,14 +493,48 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
                        block_sensitivities=dict(layout.sensitivities),
                        block_weights=dict(layout.weights),
                        block_noise_std={k: sigma / w for k, w in layout.weights.items()})
-        return feature_plan(event, spent, float(self.delta), accountant, protected,
-                            not self.label_public, protected_columns=private,
-                            noise_multiplier=sigma, schedule=schedule, details=details)
+        return dict(event=event, sigma=sigma, spent=spent, delta=float(self.delta),
+                    accountant=accountant, neighboring=self.neighboring, protected=protected,
+                    label_protected=not self.label_public, protected_columns=private,
+                    schedule=schedule, details=details)
+
+    @staticmethod
+    def _assemble_plan(parts):
+        """The :class:`PrivacyPlan` of :meth:`_plan_parts`' dict (a new object; the
+        dict is not changed)."""
+        event = parts["event"]
+        if event is None:
+            event = accounting.gaussian_release(None, parts["delta"],
+                                                noise_multiplier=parts["sigma"],
+                                                neighboring=parts["neighboring"])[1]
+        return feature_plan(event, parts["spent"], parts["delta"], parts["accountant"],
+                            parts["protected"], parts["label_protected"],
+                            protected_columns=parts["protected_columns"],
+                            noise_multiplier=parts["sigma"], schedule=parts["schedule"],
+                            details=parts["details"])
+
+    # The fit's plan and DpEvent are built on first access, not in fit: loading
+    # dp-accounting's DpEvent classes was a third of a cold process's first fit
+    # (issue 19). Each access builds them anew from the fit's public settings.
+    @property
+    def privacy_plan_(self):
+        parts = self.__dict__.get("_fitted_plan")
+        if parts is None:
+            raise AttributeError(
+                f"'{type(self).__name__}' object has no attribute 'privacy_plan_'")
+        return self._assemble_plan(parts)
+
+    @property
+    def dp_event_(self):
+        if "_fitted_plan" not in self.__dict__:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute 'dp_event_'")
+        return self.privacy_plan_.dp_event
 
     def _layout(self, plan):
-        """The release's :class:`StatisticLayout` under ``plan`` (public; as the plan computed it)."""
-        b_p, b_q = plan.details["row_norm_bounds"]
-        return statistic_layout(plan.details["public_mask"], fit_intercept=self.fit_intercept,
+        """The release's :class:`StatisticLayout` under ``plan`` (the dict of
+        :meth:`_plan_parts`: public; as it computed it)."""
+        b_p, b_q = plan["details"]["row_norm_bounds"]
+        return statistic_layout(plan["details"]["public_mask"], fit_intercept=self.fit_intercept,
                                 label_public=self.label_public, public_bound=b_p,
                                 private_bound=b_q, neighboring=self.neighboring)
 

@@ -158,7 +158,8 @@ def test_public_blocks_are_exact(data, label_public):
     exact_b = Xa[:, public].T @ ((y - centre) / half)
     if label_public:
         np.testing.assert_allclose(system.b[public], exact_b, rtol=1e-12)
-        assert set(est.block_noise_std_) == {"QP", "QQ", "Qy"}
+        # With a public target the residual X_Qᵀ r is released instead of X_Qᵀy.
+        assert set(est.block_noise_std_) == {"QP", "QQ", "Qr"}
     else:
         assert not np.allclose(system.b[public], exact_b)
         assert set(est.block_noise_std_) == {"QP", "QQ", "Qy", "Py"}
@@ -192,6 +193,46 @@ def test_noise_is_sigma_on_the_stacked_vector_and_sigma_over_w_per_block(data):
     # Sample variance of m standard normals: mean 1, std sqrt(2 / m); 5 stds.
     assert abs(np.mean(z**2) - 1.0) < 5 * math.sqrt(2.0 / m)
     assert abs(np.mean(z)) < 5 / math.sqrt(m)
+
+
+def test_public_target_releases_the_residual_of_the_public_model(data):
+    """Target public: the Qr block is X_Qᵀ clip(y − X~_P β) for the public Ridge β
+    (numpy reference), its noise N(0, std_Qr²), and X_Qᵀy is not released."""
+    X, y = data
+    X = np.hstack([X] * 4) / 2
+    private = list(range(8))
+    est = FeatureDPLinearRegression(private_features=private, y_bounds=(-3, 4), alpha=2.0,
+                                    label_public=True, epsilon=1.0, random_state=3)
+    stats, system, layout = _captured_system(est, X, y)
+    public = [j for j in range(24) if j not in private]
+    centre, half = ls.target_map((-3, 4), True)
+    yt = (np.clip(y, -3, 4) - centre) / half
+    ref = Ridge(alpha=2.0, solver="cholesky").fit(X[:, public], yt)
+    r = np.clip(yt - ref.predict(X[:, public]), -ls.RESIDUAL_BOUND, ls.RESIDUAL_BOUND)
+    np.testing.assert_allclose(stats.r_Q, X[:, private].T @ r, rtol=1e-8, atol=1e-9)
+    np.testing.assert_allclose(stats.beta, np.r_[ref.coef_, ref.intercept_], rtol=1e-8)
+    assert set(layout.sizes) == {"QP", "QQ", "Qr"}
+    z = (system.r_Q - stats.r_Q) / est.block_noise_std_["Qr"]
+    assert abs(np.mean(z**2) - 1.0) < 5 * math.sqrt(2.0 / z.size)
+    assert layout.sensitivities["Qr"] == pytest.approx(1.0 * ls.RESIDUAL_BOUND)  # B_Q = 1
+
+
+def test_residuals_beyond_the_bound_are_clipped(data):
+    """Each public residual is clipped to ±RESIDUAL_BOUND before X_Qᵀ r, and counted
+    (a bound of 0.1 here, so that many are)."""
+    X, y = data
+    lay = ls.statistic_layout(np.isin(np.arange(D), PRIVATE, invert=True), fit_intercept=True,
+                              label_public=True, public_bound=1.0, private_bound=1.0,
+                              neighboring="add_remove")
+    with mock.patch.object(ls, "RESIDUAL_BOUND", 0.1):
+        stats = ls.sufficient_statistics(X, y, lay, (-3.0, 4.0), alpha=1.0)
+    public = [j for j in range(D) if j not in PRIVATE]
+    centre, half = ls.target_map((-3, 4), True)
+    yt = (np.clip(y, -3, 4) - centre) / half
+    r = yt - Ridge(alpha=1.0, solver="cholesky").fit(X[:, public], yt).predict(X[:, public])
+    assert stats.n_residual_clipped == int(np.sum(np.abs(r) > 0.1)) > N // 10
+    np.testing.assert_allclose(stats.r_Q, X[:, PRIVATE].T @ np.clip(r, -0.1, 0.1),
+                               rtol=1e-8, atol=1e-9)
 
 
 def test_stacked_vector_sensitivity_is_normalised(data):

@@ -8,7 +8,14 @@ exactly the fit's. The noise is ``σ N(0, I)`` and ``dp_event_`` the Gaussian
 of noise multiplier σ, so the accountant assumes that ``v`` moves by at most
 
 * 1 when one record is removed (``neighboring="add_remove"``, FDP Def. 6: the
-  public blocks are exact and are the simulator's to compute);
+  public blocks are exact and are the simulator's to compute). With a public
+  target the residual block ``X_Qᵀ clip(y − X~_P β)`` is released, β the
+  public model of *all* rows' public parts and targets: the simulator of
+  Def. 6 knows the removed record's public part Ψ(x) (its public columns and
+  target) and computes β from them too, so the comparison there is the fit
+  on the data with the record's protected values zeroed (what the simulator
+  runs; for the other blocks it is the same as removing the record), and
+  the real removal is checked for a private target;
 * 2 when one record's protected values, and its target when it is private,
   are replaced (``neighboring="replace"``, Def. 5: the public part is kept);
 
@@ -133,7 +140,10 @@ _SETTINGS = settings(max_examples=150, deadline=None, derandomize=True)
 @given(case=problem())
 def test_removing_a_record_moves_the_release_by_at_most_1(label_public, fit_intercept, case):
     X, y, private_idx, i, y_bounds, bounds = case
-    X2, y2 = remove_one(X, y, i)
+    if label_public:  # Def. 6's simulator: the record's public part and target stay
+        X2, y2 = replace_columns(X, i, private_idx, np.zeros(len(private_idx))), y
+    else:
+        X2, y2 = remove_one(X, y, i)
     check(X, y, X2, y2, private_idx, label_public=label_public, relation="remove",
           y_bounds=y_bounds, bounds=bounds, fit_intercept=fit_intercept)
 
@@ -163,9 +173,23 @@ def test_replacing_the_protected_part_moves_the_release_by_at_most_2(label_publi
 # -- the bounds are reached ------------------------------------------------------------
 
 
-def _extreme_data(b_pub, b_priv):
-    """Two columns public, two protected; record 0 at every bound (one-hot q, y = hi)."""
+def _extreme_data(b_pub, b_priv, label_public=False):
+    """Two columns public, two protected; record 0 at every bound (one-hot q, y = hi).
+
+    With a public target record 0's residual must reach the bound too: the
+    other rows put the public model's line (column 0) steeply up, so that at
+    record 0 (column 0 at its bound) it predicts above 1 where y = lo = −1:
+    ``r_0 <= −2``, clipped to −2.
+    """
     rng = np.random.default_rng(0)
+    if label_public:
+        n = 400
+        X = rng.uniform(-0.01, 0.01, size=(n, 4))
+        X[1:, 0] = np.where(np.arange(1, n) % 2 == 0, 0.0, b_pub / 2)
+        y = np.where(X[:, 0] > 0, 0.6, -1.0)
+        X[0] = [b_pub, 0.0, b_priv, 0.0]
+        y[0] = -1.0
+        return X, y
     X = rng.uniform(-0.1, 0.1, size=(20, 4))
     X[0] = [b_pub, 0.0, b_priv, 0.0]
     y = rng.uniform(0, 1, 20)
@@ -173,13 +197,25 @@ def _extreme_data(b_pub, b_priv):
     return X, y
 
 
+def _residual_of_record_0(X, y, alpha=1.0):
+    """Record 0's public residual (target units for y_bounds (-1, 1)), before clipping."""
+    from sklearn.linear_model import Ridge
+
+    pred = Ridge(alpha=alpha, solver="cholesky").fit(X[:, :2], y).predict(X[:1, :2])
+    return float(y[0] - pred[0])
+
+
 @pytest.mark.parametrize("label_public", [True, False])
 def test_removing_an_extreme_record_moves_the_release_by_exactly_1(label_public):
-    X, y = _extreme_data(0.7, 0.4)
+    X, y = _extreme_data(0.7, 0.4, label_public)
     est = _estimator([2, 3], label_public=label_public, neighboring="add_remove",
                      y_bounds=(-1.0, 1.0), bounds=(0.7, 0.4))
     va, _ = released_vector(est, X, y)
-    vb, _ = released_vector(est, X[1:], y[1:])
+    if label_public:  # the simulator's input (see the module docstring)
+        assert _residual_of_record_0(X, y) <= -ls.RESIDUAL_BOUND  # clipped: at the bound
+        vb, _ = released_vector(est, replace_columns(X, 0, [2, 3], [0.0, 0.0]), y)
+    else:
+        vb, _ = released_vector(est, X[1:], y[1:])
     assert np.linalg.norm(va - vb) == pytest.approx(1.0, rel=1e-12)
 
 
@@ -189,7 +225,7 @@ def test_negating_an_extreme_record_moves_the_release_by_the_computed_amount(lab
     X_QᵀX_Q, which does not move; y → −y (private target): X_Qᵀy and X~_Pᵀy move
     by twice theirs. The replace bound 2 adds up every block's largest move, which
     no single replacement reaches at once (the two moves cancel in X_Qᵀy)."""
-    X, y = _extreme_data(0.7, 0.4)
+    X, y = _extreme_data(0.7, 0.4, label_public)
     est = _estimator([2, 3], label_public=label_public, neighboring="replace",
                      y_bounds=(-1.0, 1.0), bounds=(0.7, 0.4))
     va, layout = released_vector(est, X, y)
@@ -208,8 +244,9 @@ def test_negating_an_extreme_record_moves_the_release_by_the_computed_amount(lab
     vc, _ = released_vector(est, X3, y)
     w = layout.weights
     qp = 0.4 * math.sqrt(2) * math.sqrt(0.7**2 + 1)  # ‖q − q'‖ ‖p~‖
-    qy = 0.4 * math.sqrt(2) * 1.0
+    rhs = "Qr" if label_public else "Qy"  # |r_0| clipped to 2, or |y_0| = 1
+    qy = 0.4 * math.sqrt(2) * (ls.RESIDUAL_BOUND if label_public else 1.0)
     expected = math.sqrt((w["QP"] * qp) ** 2 + (w["QQ"] * math.sqrt(2) * 0.16) ** 2
-                         + (w["Qy"] * qy) ** 2)
+                         + (w[rhs] * qy) ** 2)
     assert np.linalg.norm(va - vc) == pytest.approx(expected, rel=1e-12)
     assert expected <= 2.0
