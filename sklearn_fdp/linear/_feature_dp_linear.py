@@ -410,7 +410,7 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
             warn_clipped_targets(self, stats.n_clipped, n_samples, self.y_bounds,
                                  not self.label_public, stacklevel=2)
         theta, n_raised = solve_noisy_ridge(system, self.alpha, self.fit_intercept, layout,
-                                             self.solver)
+                                             self.solver, n_samples=n_samples)
         centre, half = target_map(y_bounds, self.fit_intercept)
         theta = theta * half
         self.coef_ = theta[:n_features].astype(X.dtype)

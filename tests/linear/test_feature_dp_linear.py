@@ -217,6 +217,42 @@ def test_public_target_releases_the_residual_of_the_public_model(data):
     assert layout.sensitivities["Qr"] == pytest.approx(1.0 * ls.RESIDUAL_BOUND)  # B_Q = 1
 
 
+def test_protected_ridge_grows_with_the_noise_against_n(data):
+    """Target public: the protected step's ridge is c τ with c = max(1, sqrt(κ / 0.08)),
+    κ = τ / (n B_Q²). The fit passes n; the solve with c = 1 (no n) and a direct solve of
+    the protected step at the rule's c tell which ridge it used."""
+    X, y = data
+    for sigma, grows in ((1e-3, False), (200.0, True)):
+        est = FeatureDPLinearRegression(private_features=PRIVATE, y_bounds=(-3, 4),
+                                        label_public=True, epsilon=None,
+                                        noise_multiplier=sigma, random_state=0)
+        stats, system, layout = _captured_system(est, X, y)
+        kappa = system.noise_scale / (N * layout.private_bound ** 2)
+        c = max(1.0, math.sqrt(kappa / ls.RIDGE_KAPPA))
+        assert (c > 1.5) == grows
+        with_n, _ = ls.solve_noisy_ridge(system, 1.0, True, layout, n_samples=N)
+        without_n, _ = ls.solve_noisy_ridge(system, 1.0, True, layout)
+        centre, half = ls.target_map((-3, 4), True)
+        np.testing.assert_allclose(np.r_[est.coef_, est.intercept_ - centre] / half, with_n,
+                                   rtol=1e-12, atol=1e-14)
+        if not grows:
+            np.testing.assert_array_equal(with_n, without_n)
+            continue
+        assert not np.allclose(with_n[PRIVATE], without_n[PRIVATE])
+        # The protected step at ridge α + c τ, rebuilt from the released system.
+        G, tau = system.G, system.noise_scale
+        pub = [j for j in range(D) if j not in PRIVATE] + [D]
+        d_pen = np.r_[np.ones(len(pub) - 1), 0.0]
+        lam, V = np.linalg.eigh(G[np.ix_(pub, pub)] + np.diag(1.0 * d_pen))
+        kept = lam >= ls.KEEP[True] * tau
+        W = G[np.ix_(PRIVATE, pub)] @ V[:, kept]
+        C = G[np.ix_(PRIVATE, PRIVATE)] - (W / lam[kept]) @ W.T
+        M = C + (1.0 + c * tau) * np.eye(len(PRIVATE))
+        mu, U = np.linalg.eigh(M)
+        want = U @ ((U.T @ system.r_Q) / np.maximum(mu, tau))
+        np.testing.assert_allclose(with_n[PRIVATE], want, rtol=1e-9)
+
+
 def test_residuals_beyond_the_bound_are_clipped(data):
     """Each public residual is clipped to ±RESIDUAL_BOUND before X_Qᵀ r, and counted
     (a bound of 0.1 here, so that many are)."""
