@@ -92,9 +92,10 @@ _AUTO_LR_CAP_ALG1 = 4.0
 # epochs at step 4 left it short of where it was heading. Factor 4 was the
 # best or within 0.1 points of it in every Adult cell (protected attributes
 # private or only race and native-country, all rows and 750, ε from 0.01 to
-# 1). Not for several classes: the cap is 4 k^0.3 there (16 for k = 100), and
-# on the Purchase-like data (100 classes) factors 2 and 4 lost up to 3 points
-# at ε = 1. The candidates the issue named first did not help on validation
+# 1; +0.40 points on average, at worst -0.03). Not for several classes: the
+# cap is 4 k^0.3 there (16 for k = 100), and on the Purchase-like data (100
+# classes) factor 4 lost 1.07 points on average and up to 6.4 (factor 2: up
+# to 1.0). The candidates the issue named first did not help on validation
 # (5-fold CV of adult.data, 2 seeds, paired with DPSGDClassifier; accuracy
 # and log-loss): a clip of 0.75 or 1 (with alpha="auto" or α = 1) or
 # method="dpsgd" tied with 0.5 at ε = 1 (all within 0.04 points; log-loss
