@@ -1,9 +1,9 @@
 """FeatureDPLogisticRegression's learning_rate="auto" cap for Algorithm 1 (issue 20).
 
-For ``method="alg1"`` with two classes (one output column) the cap of the
-step-size rule ``min(4 k^0.3, sqrt(k) 0.005 B^1.5 / (α σ C sqrt(d + 1)))`` is
-4 times DP-SGD's: 16. Several classes and ``method="dpsgd"`` keep the rule
-unchanged. Chosen by ``benchmarks/bench_fdp_lr.py`` on validation splits.
+For ``method="alg1"`` with two classes (one output column) and a public label
+the cap of the step-size rule ``min(4 k^0.3, sqrt(k) 0.005 B^1.5 / (α σ C
+sqrt(d + 1)))`` is 4 times DP-SGD's: 16. Several classes, a private label and
+``method="dpsgd"`` keep the rule unchanged. Chosen by ``benchmarks/bench_fdp_lr.py`` on validation splits.
 """
 
 import math
@@ -52,6 +52,14 @@ def test_binary_alg1_uses_the_larger_cap():
     assert FeatureDPLogisticRegression(**kw, method="dpsgd").fit(X, y).learning_rate_ <= 4.0
     assert DPSGDClassifier(epsilon=50.0, epochs=1, random_state=0).fit(X, y).learning_rate_ \
         <= 4.0
+
+
+def test_a_private_label_keeps_the_cap():
+    X, y = _data(0, 4000)
+    clf = FeatureDPLogisticRegression(private_features=[4, 5], label_public=False,
+                                      method="alg1", epsilon=50.0, epochs=1,
+                                      random_state=0).fit(X, y)
+    assert clf.learning_rate_ == pytest.approx(min(4.0, _uncapped(clf)), rel=1e-12)
 
 
 def test_several_classes_keep_the_cap():
