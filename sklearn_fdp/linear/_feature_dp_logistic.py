@@ -357,7 +357,15 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
     [[noise_multiplier]]
     [[batch_size]]
     [[epochs]]
-    [[learning_rate]]
+    learning_rate : float or "auto", default="auto"
+        Base step size. ``"auto"`` scales it to the noise of each step:
+        ``min(cap, sqrt(k) 0.005 B^1.5 / (α σ C sqrt(d + 1)))`` for ``d``
+        features, ``k`` output columns (1 if binary), clip ``C``, expected
+        batch ``B``; ``cap = 4 k^0.3`` (DP-SGD's rule), and 16 for
+        ``method="alg1"`` with two classes and ``label_public=True``, where
+        Algorithm 1 sat at the cap 4 on Adult and the larger one gained on
+        validation splits (issue 20; ``benchmarks/bench_fdp_lr.py``, see
+        ``_AUTO_LR_CAP_ALG1``). ``learning_rate_`` records the value used.
     [[lr_schedule]]
     momentum : float, default=0.9
         Heavy-ball momentum in [0, 1).
