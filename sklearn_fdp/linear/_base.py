@@ -46,7 +46,8 @@ if TYPE_CHECKING:  # annotations only
 _SAMPLE, _NOISE, _PUBLIC, _INIT = range(4)
 
 
-def _auto_learning_rate(noise_std, batch_size, n_rows, n_outputs=1, steps=None):
+def _auto_learning_rate(noise_std, batch_size, n_rows, n_outputs=1, steps=None,
+                        cap_factor=1.0):
     """Default step size: ``min(4 k^0.3, sqrt(k) · 0.005 B^1.5 / (σ C sqrt(d + 1)))``.
 
     ``σ C sqrt(d + 1) / B`` is the norm of the noise in one normalised noisy
@@ -89,7 +90,7 @@ def _auto_learning_rate(noise_std, batch_size, n_rows, n_outputs=1, steps=None):
     at ε = 0.3 / 1 it lost 1.7 / 3.5 points, on 4,200 rows of
     ``make_purchase_like`` at ε = 1 1.6 points.
     """
-    cap = 4.0 * n_outputs**0.3
+    cap = cap_factor * 4.0 * n_outputs**0.3  # cap_factor: FDP Algorithm 1's, see the caller
     if noise_std <= 0:
         return float(cap)
     rate = math.sqrt(n_outputs) * 0.005 * batch_size**1.5 / (noise_std * math.sqrt(n_rows))
@@ -130,17 +131,20 @@ def n_outputs_of(classes):
     return 1 if len(classes) == 2 else len(classes)
 
 
-def resolve_learning_rate(est, noise_std, schedule, n_rows, n_outputs, *, small_data=True):
+def resolve_learning_rate(est, noise_std, schedule, n_rows, n_outputs, *, small_data=True,
+                          cap_factor=1.0):
     """``est.learning_rate``, or :func:`_auto_learning_rate` for ``"auto"``.
 
     ``noise_std`` is the std of the noise per coordinate of a noisy sum the
     steps must average out (σ·C, times α for FDP Algorithm 1). ``small_data``:
     apply the small-data factor of :func:`_auto_learning_rate` (DP-SGD and
     DPSGD-F; not FDP, whose unclipped public steps it did not help).
+    ``cap_factor`` multiplies the rule's cap ``4 k^0.3``.
     """
     if est.learning_rate == "auto":
         return _auto_learning_rate(noise_std, schedule.batch_size, n_rows, n_outputs,
-                                   steps=schedule.steps if small_data else None)
+                                   steps=schedule.steps if small_data else None,
+                                   cap_factor=cap_factor)
     return float(est.learning_rate)
 
 

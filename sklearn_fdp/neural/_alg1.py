@@ -37,7 +37,6 @@ term come from the OS CSPRNG under ``noise="secure"``; the public batches,
 their padding and the initialisation stay seeded by ``random_state``.
 """
 
-import math
 from typing import NamedTuple
 
 import numpy as np
@@ -518,7 +517,7 @@ class Trainer:
 
 
 def train(trainer, n_samples, schedule, sigma, streams, *, alg1, alpha, learning_rate,
-          momentum, public_epochs=0.0, public_batch_size=0, on_epoch=None):
+          momentum, public_steps=0, public_batch_size=0, on_epoch=None):
     """Run the fit's steps on ``trainer.params``: public pretraining, then the noisy steps.
 
     This is the DP-SGD loop of the package's engine
@@ -550,8 +549,8 @@ def train(trainer, n_samples, schedule, sigma, streams, *, alg1, alpha, learning
         Weight of the noisy private gradient in ``g = g_pub + α g̃_priv``.
     learning_rate, momentum : float
         Heavy-ball SGD step size and momentum.
-    public_epochs : float, default=0.0
-        Passes of noise-free SGD on ``ℓ_pub`` first (public data only, free:
+    public_steps : int, default=0
+        Steps of noise-free SGD on ``ℓ_pub`` first (public data only, free:
         Remark 2 of the FDP paper).
     public_batch_size : int, default=0
         Size of the uniform public batches.
@@ -564,12 +563,11 @@ def train(trainer, n_samples, schedule, sigma, streams, *, alg1, alpha, learning
     torch = trainer.torch
     device = trainer.device
     lr, mu = float(learning_rate), float(momentum)
-    if public_epochs > 0:  # Remark 2: public data only, no noise, free
+    if public_steps > 0:  # Remark 2: public data only, no noise, free
         sampler = UniformSampler(n_samples, public_batch_size, streams.pretrain_sample)
         pad_gen = _torch_generator(torch, streams.pretrain_pad, device)
         velocity = {k: torch.zeros_like(v) for k, v in trainer.params.items()}
-        pre_steps = max(1, math.ceil(public_epochs * n_samples / public_batch_size))
-        for _ in range(pre_steps):
+        for _ in range(public_steps):
             idx = torch.as_tensor(sampler.sample(), device=device)
             trainer.step(trainer.public_grad(idx, pad_gen), velocity, lr, mu)
 

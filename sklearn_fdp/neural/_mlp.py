@@ -89,6 +89,46 @@ _METHODS = {
 # Rows per forward pass in predict_proba.
 _PREDICT_BATCH = 8192
 
+# alpha="auto" (issue 20): α = min(1, _AUTO_ALPHA / nu, (_AUTO_ALPHA_SQUARED / nu)²),
+# nu = σ C sqrt(d + 1) / B,
+# and public_epochs="auto": _AUTO_PUBLIC_STEPS noise-free steps on ℓ_pub before the
+# noisy run when the label is public (0 otherwise). See _auto_alpha.
+_AUTO_ALPHA = 0.1
+_AUTO_ALPHA_SQUARED = 0.35
+_AUTO_PUBLIC_STEPS = 500
+
+
+def _auto_alpha(noise_multiplier, max_grad_norm, n_features, batch_size):
+    """Default α of ``"alg1"``: ``min(1, 0.1 / nu, (0.35 / nu)²)``, ``nu = σ C sqrt(d + 1) / B``.
+
+    ``nu`` is the norm of the noise in one first-layer hidden unit's
+    incoming weights (``d`` inputs and the bias) of one averaged private
+    gradient: the linear estimator's ``nu`` (one output column) with a
+    hidden unit in its place. Every quantity is public (σ, C, d, B): α
+    costs no privacy. α = 1 while ``nu <= 0.1`` (the Purchase-like data at
+    ε = 1); above, the noise-free public steps carry more of the fit,
+    starting from ``public_epochs="auto"``'s public pretraining, so that
+    with a lot of noise the network stays near the public-only network
+    instead of drifting to one class; the squared term takes over once
+    ``nu > 1.225`` (very small ε or small n) and shrinks α faster.
+
+    Chosen in issue 20 by ``benchmarks/bench_mlp_alpha.py`` on validation
+    splits only (30 % of adult.data, never adult.test, on all 22,792
+    training rows and on 750; Purchase-like data of another seed than the
+    benchmarks' test data), at ε in {0.03, 0.1, 1}: among α = 1 without
+    pretraining (the default until then), and after 500 public steps α = 1,
+    ``c / nu`` for c in {0.2, 0.1, 0.05} and two combinations with the
+    squared term, the smallest worst shortfall from the best rule of each
+    cell (0.86 points; ``0.2 / nu`` lost 10.5 on the Purchase-like data at
+    ε = 0.1, where Adult at the same ``nu`` preferred it by 0.5), and the
+    largest mean gain over the DP MLP. Figures:
+    ``benchmarks/results/mlp_alpha.md``.
+    """
+    nu = noise_multiplier * max_grad_norm * math.sqrt(n_features + 1) / batch_size
+    if not nu > 0:
+        return 1.0
+    return float(min(1.0, _AUTO_ALPHA / nu, (_AUTO_ALPHA_SQUARED / nu) ** 2))
+
 
 def _import_torch(name="MLPFeatureDP"):
     try:
@@ -224,10 +264,29 @@ method : {"alg1", "dpsgd", "dp"}, default="alg1"
     the full loss (the FDP paper's "FDP (DP-SGD)"). ``"dp"``: plain
     DP-SGD on all features (record-level DP; the baseline).""",
     "alpha": """\
-alpha : float, default=1.0
+alpha : float or "auto", default=1.0
     Weight of the noisy private gradient in ``g = g_pub + α g̃_priv``
     (``"alg1"`` only), > 0. The paper tunes it; smaller values average
-    out more noise at the price of a bias towards ``ℓ_pub``.""",
+    out more noise at the price of a bias towards ``ℓ_pub``. ``"auto"``:
+    :class:`MLPFeatureDP`'s default rule (there), chosen on classification
+    data only.""",
+    "mlp_alpha_auto": """\
+alpha : float or "auto", default="auto"
+    Weight of the noisy private gradient in ``g = g_pub + α g̃_priv``
+    (``"alg1"`` only), > 0; post-processing, any value keeps the
+    guarantee. Smaller values average out more noise at the price of a
+    bias towards ``ℓ_pub``. ``"auto"``: ``min(1, 0.1 / nu, (0.35 / nu)²)``
+    with ``nu = σ C sqrt(d + 1) / B`` (the noise norm in one hidden unit's
+    incoming weights of one averaged private gradient; ``d`` input
+    columns, ``B`` the expected batch size) when ``label_public=True``:
+    1 while the noise of a step is small, smaller as it grows, so that
+    at small ε or small n the noise-free public steps (after
+    ``public_epochs="auto"``'s pretraining) carry the fit instead of the
+    noise; 1 when the label is private (``ℓ_pub`` then knows no label to
+    fall back on). A rule of public quantities only, chosen on
+    validation splits of adult.data and Purchase-like data (user guide,
+    "Never below the public-only model"; ``benchmarks/bench_mlp_alpha.py``).
+    ``alpha_`` records the value used. Until issue 20 the default was 1.""",
     "public_batch_size": """\
 public_batch_size : int or "auto", default="auto"
     Size of the uniform public batches; ``"auto"``: the expected private
@@ -327,7 +386,10 @@ private_features_ : ndarray of int
 label_public_ : bool
     Whether the label was treated as public.
 alpha_ : float
-    α used (1 unless ``method="alg1"``).
+    α used (1 unless ``method="alg1"``; ``"auto"`` resolved).
+public_steps_ : int
+    Noise-free pretraining steps on ``ℓ_pub`` run before the noisy ones
+    (``public_epochs`` resolved; 0 without pretraining).
 public_batch_size_ : int
     Size of the public batches (0 when no public gradient was used).""",
 }
@@ -361,11 +423,11 @@ class _BaseMLPFeatureDP(BaseEstimator):
         "delta": DELTA_CONSTRAINT,
         "max_grad_norm": [Interval(Real, 0, None, closed="neither")],
         "noise_multiplier": [Interval(Real, 0, None, closed="neither"), None],
-        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "alpha": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "batch_size": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "public_batch_size": [Interval(Integral, 1, None, closed="left"),
                               StrOptions({"auto"})],
-        "public_epochs": [Interval(Real, 0, None, closed="left")],
+        "public_epochs": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "epochs": [Interval(Real, 0, None, closed="neither")],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "momentum": [Interval(Real, 0, 1, closed="left")],
@@ -400,6 +462,8 @@ class _BaseMLPFeatureDP(BaseEstimator):
         """Rules spanning several parameters (besides the budget's)."""
         name = type(self).__name__
         self._hidden_sizes()
+        if self.public_epochs == "auto":  # pretrains only where it can
+            return
         if self.public_epochs > 0 and not _METHODS[self.method].feature_dp:
             raise ValueError(
                 f"public_epochs={self.public_epochs!r} of {name} needs public data, but "
@@ -471,13 +535,30 @@ class _BaseMLPFeatureDP(BaseEstimator):
         method = _METHODS[self.method]
         schedule = dpsgd_schedule(self, n_samples)
         public_mask, label_public = self._feature_split(n_features, feature_names)
-        public_batch_size = self._public_batch_size(method.alg1 or self.public_epochs > 0,
+        if self.public_epochs == "auto":  # pretraining needs public columns and label
+            pretrain = method.feature_dp and label_public
+        else:
+            pretrain = self.public_epochs > 0
+        public_batch_size = self._public_batch_size(method.alg1 or pretrain,
                                                     schedule.batch_size, n_samples)
+        if not pretrain:
+            public_steps = 0
+        elif self.public_epochs == "auto":
+            public_steps = _AUTO_PUBLIC_STEPS
+        else:
+            public_steps = max(1, math.ceil(self.public_epochs * n_samples / public_batch_size))
         sigma, event, spent, accountant = calibrate_dpsgd(self, schedule.sampling_rate,
                                                           schedule.steps)
+        if not method.alg1:
+            alpha = 1.0
+        elif self.alpha == "auto":  # the fallback to ℓ_pub needs its label: 1 without it
+            alpha = (_auto_alpha(sigma, self.max_grad_norm, n_features, schedule.batch_size)
+                     if label_public else 1.0)
+        else:
+            alpha = float(self.alpha)
         details = {"public_features": tuple(int(j) for j in np.flatnonzero(public_mask)),
-                   "alg1": method.alg1, "alpha": float(self.alpha) if method.alg1 else 1.0,
-                   "public_batch_size": public_batch_size}
+                   "alg1": method.alg1, "alpha": alpha,
+                   "public_batch_size": public_batch_size, "public_steps": public_steps}
         args = (event, spent, float(self.delta), accountant)
         kwargs = dict(noise_multiplier=sigma, schedule=schedule, details=details)
         if not method.feature_dp:  # plain DP-SGD on every column: whole records
@@ -521,7 +602,7 @@ class _BaseMLPFeatureDP(BaseEstimator):
                                 streams.init)
         train(trainer, n_samples, plan.schedule, plan.noise_multiplier, streams,
               alg1=run["alg1"], alpha=run["alpha"], learning_rate=self.learning_rate,
-              momentum=self.momentum, public_epochs=self.public_epochs,
+              momentum=self.momentum, public_steps=run["public_steps"],
               public_batch_size=run["public_batch_size"], on_epoch=self._epoch_printer(plan))
         trainer.write_back()
         # A check of the released (DP) weights only: post-processing, no privacy cost.
@@ -544,6 +625,7 @@ class _BaseMLPFeatureDP(BaseEstimator):
         self.module_ = trainer.module
         self.device_ = device
         self.alpha_ = run["alpha"]
+        self.public_steps_ = run["public_steps"]
         self.steps_ = self.n_iter_ = plan.schedule.steps
         self.batch_size_ = plan.schedule.batch_size
         self.sampling_rate_ = plan.schedule.sampling_rate
@@ -686,12 +768,19 @@ class MLPFeatureDP(ClassifierMixin, _BaseMLPFeatureDP):
         label-free cross-entropy against the uniform prior.
     [[public_loss]]
     [[mlp_method]]
-    [[alpha]]
+    [[mlp_alpha_auto]]
     [[public_batch_size]]
-    public_epochs : float, default=0.0
+    public_epochs : float or "auto", default="auto"
         Passes of noise-free SGD on ``ℓ_pub`` before the private run (free:
-        Remark 2 of the paper). Needs ``label_public=True`` (the label-free
-        ``ℓ_pub`` has no minimiser) and ``method`` other than ``"dp"``.
+        Remark 2 of the paper). A number > 0 needs ``label_public=True``
+        (the label-free ``ℓ_pub`` has no minimiser) and ``method`` other
+        than ``"dp"``. ``"auto"``: 500 steps of ``public_batch_size_`` rows
+        when the label and some columns are public (``method`` ``"alg1"``
+        or ``"dpsgd"`` and ``label_public=True``), none otherwise: at small
+        n the noisy run has few steps (35 on 750 rows), too few to train
+        the network on the public loss alone; chosen with ``alpha="auto"``
+        on validation data. ``public_steps_`` records the number of steps.
+        Until issue 20 the default was 0.
     [[epsilon]]
     [[delta]]
     [[mlp_max_grad_norm]]
@@ -779,10 +868,10 @@ class MLPFeatureDP(ClassifierMixin, _BaseMLPFeatureDP):
         delta: float = 1e-5,
         max_grad_norm: float = 1.0,
         noise_multiplier: float | None = None,
-        alpha: float = 1.0,
+        alpha: float | Literal["auto"] = "auto",
         batch_size: int | Literal["auto"] = "auto",
         public_batch_size: int | Literal["auto"] = "auto",
-        public_epochs: float = 0.0,
+        public_epochs: float | Literal["auto"] = "auto",
         epochs: float = 10.0,
         learning_rate: float = 0.1,
         momentum: float = 0.9,
@@ -952,11 +1041,13 @@ class MLPFeatureDPRegressor(RegressorMixin, _BaseMLPFeatureDP):
     [[mlp_method]]
     [[alpha]]
     [[public_batch_size]]
-    public_epochs : float, default=0.0
+    public_epochs : float or "auto", default=0.0
         Passes of noise-free SGD on ``ℓ_pub`` before the private run (free:
         Remark 2 of the paper). Needs ``label_public=True`` (the label-free
         ``ℓ_pub`` only pulls every prediction to the middle of ``y_bounds``)
-        and ``method`` other than ``"dp"``.
+        and ``method`` other than ``"dp"``. ``"auto"``:
+        :class:`MLPFeatureDP`'s default rule (there), chosen on
+        classification data only.
     [[epsilon]]
     [[delta]]
     [[mlp_max_grad_norm]]
@@ -1044,10 +1135,10 @@ class MLPFeatureDPRegressor(RegressorMixin, _BaseMLPFeatureDP):
         delta: float = 1e-5,
         max_grad_norm: float = 1.0,
         noise_multiplier: float | None = None,
-        alpha: float = 1.0,
+        alpha: float | Literal["auto"] = 1.0,
         batch_size: int | Literal["auto"] = "auto",
         public_batch_size: int | Literal["auto"] = "auto",
-        public_epochs: float = 0.0,
+        public_epochs: float | Literal["auto"] = 0.0,
         epochs: float = 10.0,
         learning_rate: float = 0.1,
         momentum: float = 0.9,

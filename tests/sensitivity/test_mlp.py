@@ -260,7 +260,8 @@ def _first_private_padding(monkeypatch, noise, random_state=0):
     MLPFeatureDP(hidden_layer_sizes=(4,), private_features=list(private_idx),
                  label_public=True, public_loss="gaussian_pad", method="alg1",
                  epsilon=None, noise_multiplier=1.0, delta=1e-3, batch_size=len(X),
-                 epochs=1, device="cpu", random_state=random_state, noise=noise).fit(X, y)
+                 epochs=1, public_epochs=0.0,  # the noisy loop's views come first
+                 device="cpu", random_state=random_state, noise=noise).fit(X, y)
     monkeypatch.undo()
     return seen[0].numpy()
 
