@@ -5,6 +5,7 @@ change in scikit-learn breaks one file.
 """
 
 import functools
+import math
 import sys
 import warnings
 from numbers import Real
@@ -48,6 +49,7 @@ __all__ = [
     "check_delta_vs_n",
     "check_numeric_columns",
     "check_row_norms_finite",
+    "check_y_bounds",
     "encode_labels",
     "process_routing",
     "validate_numeric_data",
@@ -73,6 +75,35 @@ class Interval(_SklearnInterval):
 # An estimator's δ must be > 0: Gaussian noise gives no pure ε-DP (δ = 0 means ε = ∞).
 DELTA_CONSTRAINT = [Interval(Real, 0, 1, closed="neither")]
 NEIGHBORING_CONSTRAINT = [StrOptions(set(NEIGHBORING_RELATIONS))]
+
+
+def check_y_bounds(estimator, *, required):
+    """``(lo, hi)`` of ``estimator.y_bounds`` as floats; a ValueError naming the value otherwise.
+
+    ``None`` is returned for ``y_bounds=None`` unless ``required`` (then it is
+    an error: the estimator's released statistics are bounded by it). The
+    bounds are public parameters, never learnt from the data.
+    """
+    name = type(estimator).__name__
+    bounds = estimator.y_bounds
+    fix = ("Give the range the target can take, chosen from public knowledge without "
+           "looking at y (e.g. y_bounds=(1, 99) for hours per week).")
+    if bounds is None:
+        if not required:
+            return None
+        raise ValueError(
+            f"{name} needs y_bounds=(lo, hi): the target is clipped to it and mapped to "
+            f"[-1, 1], which bounds its contribution to what is released; it is never "
+            f"learnt from the data. {fix}")
+    try:
+        lo, hi = (float(v) for v in bounds)
+    except (TypeError, ValueError):
+        raise ValueError(f"y_bounds of {name} must be a pair (lo, hi) of numbers, got "
+                         f"{bounds!r}. {fix}") from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ValueError(f"y_bounds of {name} must be finite with lo < hi, got {bounds!r}. "
+                         f"{fix}")
+    return lo, hi
 
 
 def warn_clipped_targets(estimator, n_outside, n_samples, y_bounds, target_private,

@@ -35,6 +35,7 @@ from .._validation import (
     check_row_norms_finite,
     encode_labels,
     validate_numeric_data,
+    check_y_bounds,
     warn_clipped_targets,
 )
 from ..exceptions import FdpWarning
@@ -333,28 +334,16 @@ def validate_regression_data(est, X, y, *, accept_sparse="csr", stream=True):
     return X, np.asarray(y, dtype=np.float64)
 
 
-def check_y_bounds(est):
+def y_bounds_centre_half(est):
     """``(centre, half_width)`` of ``est.y_bounds = (lo, hi)``, or None when it is None.
 
     Raises a ValueError naming the value when it is not two finite numbers
-    with ``lo < hi``.
+    with ``lo < hi`` (:func:`sklearn_fdp._validation.check_y_bounds`).
     """
-    bounds = est.y_bounds
+    bounds = check_y_bounds(est, required=False)
     if bounds is None:
         return None
-    name = type(est).__name__
-    try:
-        lo, hi = (float(v) for v in bounds)
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"y_bounds of {name} must be a pair (lo, hi) of numbers, got {bounds!r}. Give the "
-            "range the target can take, chosen without looking at y (e.g. (1, 99) hours)."
-        ) from None
-    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-        raise ValueError(
-            f"y_bounds of {name} must be finite with lo < hi, got {bounds!r}. Give the range "
-            "the target can take, chosen without looking at y."
-        )
+    lo, hi = bounds
     return (lo + hi) / 2.0, (hi - lo) / 2.0
 
 
@@ -368,7 +357,7 @@ def scaled_target(est, y):
     the clipping, which is part of each record's contribution). ``y`` is
     never modified.
     """
-    bounds = check_y_bounds(est)
+    bounds = y_bounds_centre_half(est)
     if bounds is None:
         warnings.warn(
             f"{type(est).__name__} without y_bounds trains on the target as it is: the "

@@ -39,6 +39,7 @@ from .._validation import (
     atomic_fit,
     check_delta_vs_n,
     check_row_norms_finite,
+    check_y_bounds,
     validate_numeric_data,
     warn_clipped_targets,
 )
@@ -51,25 +52,6 @@ if TYPE_CHECKING:  # annotations only
 
     from .._plan import PrivacyPlan
     from .._typing import ArrayLike, FeatureSpec, MatrixLike, RandomStateLike
-
-
-def _check_y_bounds(est):
-    """``(lo, hi)`` as floats, or a ValueError naming the value and the fix."""
-    name = type(est).__name__
-    fix = ("Give the range the target can take, from public knowledge (e.g. "
-           "y_bounds=(0, 100) for hours per week), never from the training data.")
-    if est.y_bounds is None:
-        raise ValueError(f"{name} needs `y_bounds=(lo, hi)`: the target's contribution to "
-                         f"the released statistics is bounded by it. {fix}")
-    try:
-        lo, hi = (float(v) for v in est.y_bounds)
-    except (TypeError, ValueError):
-        raise ValueError(f"`y_bounds` of {name} must be a pair (lo, hi) of numbers, got "
-                         f"{est.y_bounds!r}. {fix}") from None
-    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-        raise ValueError(f"`y_bounds` of {name} must be finite with lo < hi, got "
-                         f"{est.y_bounds!r}. {fix}")
-    return lo, hi
 
 
 def _check_row_norm_bounds(est, n_public, n_private):
@@ -465,7 +447,7 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
             raise ValueError(
                 f"{name}: give `epsilon` (the budget; σ is calibrated to it) or "
                 "`noise_multiplier` (ε is then computed); both are None.")
-        y_bounds = _check_y_bounds(self)
+        y_bounds = check_y_bounds(self, required=True)
         public_mask = resolve_feature_spec(self.public_features, self.private_features,
                                            n_features, feature_names, name,
                                            label_public=self.label_public)

@@ -48,6 +48,7 @@ from .._validation import (
     atomic_fit,
     check_delta_vs_n,
     check_row_norms_finite,
+    check_y_bounds,
     encode_labels,
     validate_numeric_data,
     warn_clipped_targets,
@@ -204,32 +205,6 @@ def _module_from_arrays(saved):
         for p, value in zip(module.parameters(), params):
             p.copy_(torch.from_numpy(np.asarray(value)))
     return module
-
-
-def _check_y_bounds(est):
-    """``(lo, hi)`` of ``est.y_bounds`` as floats; a ValueError naming the value otherwise."""
-    name = type(est).__name__
-    bounds = est.y_bounds
-    if bounds is None:
-        raise ValueError(
-            f"{name} needs y_bounds=(lo, hi): the range the target can take, a public "
-            "choice made without looking at y (e.g. y_bounds=(1, 99) for hours per week). "
-            "The target is clipped to it and mapped to [-1, 1] for training; it is never "
-            "learnt from the data."
-        )
-    try:
-        lo, hi = (float(v) for v in bounds)
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"y_bounds of {name} must be a pair (lo, hi) of numbers, got {bounds!r}. Give "
-            "the range the target can take, chosen without looking at y (e.g. (1, 99))."
-        ) from None
-    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-        raise ValueError(
-            f"y_bounds of {name} must be finite with lo < hi, got {bounds!r}. Give the "
-            "range the target can take, chosen without looking at y."
-        )
-    return lo, hi
 
 
 # Parameter and attribute paragraphs of both MLPs (filled in by fill_doc).
@@ -1117,7 +1092,7 @@ class MLPFeatureDPRegressor(RegressorMixin, _BaseMLPFeatureDP):
 
     _parameter_constraints: dict = {
         **_BaseMLPFeatureDP._parameter_constraints,
-        "y_bounds": "no_validation",  # checked by _check_y_bounds
+        "y_bounds": "no_validation",  # checked by _validation.check_y_bounds
     }
 
     def __init__(
@@ -1180,11 +1155,11 @@ class MLPFeatureDPRegressor(RegressorMixin, _BaseMLPFeatureDP):
 
     def _check_params(self):
         super()._check_params()
-        _check_y_bounds(self)
+        check_y_bounds(self, required=True)
 
     def _training_data(self, X, y):
         """``(X, T, {"y_bounds_": (lo, hi)})``: ``T`` the target clipped and mapped to [-1, 1]."""
-        lo, hi = _check_y_bounds(self)
+        lo, hi = check_y_bounds(self, required=True)
         X, y = self._validate_features(X, y, y_numeric=True)
         try:
             y = np.asarray(y, dtype=np.float64)

@@ -332,7 +332,7 @@ def test_floor_raises_only_eigenvalues_below_it():
 
 
 @pytest.mark.parametrize("bounds, match", [
-    (None, "needs `y_bounds"),
+    (None, r"needs y_bounds=\(lo, hi\)"),
     ((3, 3), "lo < hi"),
     ((4, 1), "lo < hi"),
     ((0, np.inf), "finite"),
