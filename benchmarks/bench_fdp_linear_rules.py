@@ -142,9 +142,8 @@ def noisy_system(stats, layout, sigma, rng, n_features, residual):
 
 
 def floored_solve(M, rhs, floor):
-    lam, V = np.linalg.eigh((M + M.T) / 2.0)
-    floor = max(float(floor), 1e-12 * max(1.0, float(np.abs(lam).max(initial=0.0))))
-    return V @ ((V.T @ rhs) / np.maximum(lam, floor))
+    """The library's floored solve (eigenvalues below ``floor`` raised to it), solution only."""
+    return ls._floored_solve(M, rhs, floor)[0]
 
 
 def residual_rule(system, layout, stds, alpha, *, c_ridge=1.0, bias=False, keep=1.0,
