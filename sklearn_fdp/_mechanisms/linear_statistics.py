@@ -10,10 +10,11 @@ others are released once with the Gaussian mechanism:
 =========  ==================================  ================  ==============
 block      entries                             add/remove sens.  replace sens.
 =========  ==================================  ================  ==============
-``QP``     ``X_Qᵀ X~_P``                       ``B_Q · P``       ``2 B_Q · P``
+``QP``     ``X_Qᵀ X~_P`` (target public:       ``B_Q · P``       ``2 B_Q · P``
+           ``X_Qᵀ X~_P V_k``, see below)
 ``QQ``     upper triangle of X_QᵀX_Q           ``B_Q²``          ``√2 B_Q²``
 ``Qy``     ``X_Qᵀ y`` (target private)         ``B_Q``           ``2 B_Q``
-``Qr``     ``X_Qᵀ clip(r, ±2)`` (target        ``2 B_Q``         ``4 B_Q``
+``Qr``     ``X_Qᵀ clip(r, ±R)`` (target        ``B_Q R``         ``2 B_Q R``
            public; ``r = y − X~_P β``)
 ``Py``     ``X~_Pᵀ y`` (target private)        ``P``             ``2 P``
 =========  ==================================  ================  ==============
@@ -34,24 +35,44 @@ protected columns' right-hand side only as ``X_Qᵀy − X_QᵀX~_P β = X_Qᵀ 
 D_P)⁻¹ X~_Pᵀy``) and ``r = y − X~_P β`` its residuals. Releasing ``X_Qᵀy``
 and ``X_QᵀX~_P`` and forming it from them puts the noise of ``X_QᵀX~_P``
 times ``‖β‖`` into it; so with a public target ``X_Qᵀ clip(r)`` is released
-instead of ``X_Qᵀy``, each residual clipped to ``[−R, R]``,
-``R =`` :data:`RESIDUAL_BOUND` ``= 2`` (a public constant; ``|y| <= 1``).
-β and ``r`` are functions of the public columns and the public target of
-*every* record, so the bound rests on the relation's public part: under
-replacement (Def. 5) a record's public columns and target are kept, β and
-every ``r_i`` are unchanged, and the block moves by ``(q − q') r_i``, of
+instead of ``X_Qᵀy``, each residual clipped to ``[−R, R]``, ``R`` read off
+the public residuals (:func:`residual_bound`, :func:`residual_clip`: twice
+their root mean square, raised so that at most about ``16 σ √d_Q`` of them
+are clipped, at most :data:`RESIDUAL_BOUND` ``= 2``; ``|y| <= 1``).
+β, ``r`` and ``R`` are functions of the public columns and the public
+target of *every* record (and of σ), so the bound rests on the relation's
+public part: under replacement (Def. 5) a record's public columns and
+target are kept, β, ``R`` and every ``r_i`` are unchanged, and the block
+moves by ``(q − q') clip(r_i)``, of
 norm ``<= 2 B_Q R``. Under add/remove (Def. 6) the simulator
 ``sim(S, Ψ(x))`` knows the record's public part ``Ψ(x)`` (its public columns
 and target) and runs the mechanism on ``S`` plus that record with its
-protected values zero: β and every ``r_i`` are the same as on ``S ∪ {x}``,
-and the record's protected values add ``q r_x`` (norm ``<= B_Q R``) to this
+protected values zero: β, ``R`` and every ``r_i`` are the same as on ``S ∪
+{x}``, and the record's protected values add ``q clip(r_x)`` (norm ``<= B_Q
+R``) to this
 block, as they add ``q p~ᵀ`` and ``q qᵀ`` to the others (for which the
 simulator's run and plain removal release the same). The sensitivity of
 the stacked vector below is therefore unchanged in form, with ``Qr`` in
 place of ``Qy``. ``X_Qᵀy`` is not released then; the joint solver uses
 ``X_Qᵀ r + X_QᵀX~_P β`` for it (post-processing; exact without noise when no
 residual is clipped). Validation (``benchmarks/bench_fdp_linear_rules.py``):
-+0.7 to +1.7 R² points at ε ∈ [0.01, 1] on Adult hours-per-week.
++0.7 to +1.7 R² points at ε ∈ [0.01, 1] on Adult hours-per-week with
+``R = 2``; the clip from the residuals adds +0.2 to +0.7 more (the block's
+noise scales with ``R``; ``2 rmse = 0.47`` there, 5 % of the residuals
+clipped at ε <= 0.1, fewer above).
+
+The projected block (target public; issue 19). The residual solver uses
+``X_QᵀX~_P`` only along the public eigendirections it keeps (those of
+``X~_PᵀX~_P + α D_P`` with eigenvalue at least ``KEEP · τ``), so with a
+public target only ``X_QᵀX~_P V_k`` is released, ``V_k`` the top ``k``
+eigenvectors (:func:`public_eigenbasis`, :func:`projected_layout`: ``k`` the
+largest rank the solver keeps at the noise scale of the layout that releases
+``k`` directions; all of them as σ → 0). ``V_k`` is a function of the public
+columns of every record, the same under both relations' neighbours (as β);
+one record's term ``q (V_kᵀ p~)ᵀ`` has norm ``‖q‖ ‖V_kᵀ p~‖ <= B_Q P``, the
+whole block's bound. Fewer entries take less of the budget (the weights
+below), which goes to ``X_QᵀX_Q`` and ``X_Qᵀ r``. On Adult ``k`` is 1 at
+ε <= 0.03, 3 at ε = 0.1 and 24 at ε = 1 of 83.
 
 The symmetric block. Only the upper triangle of ``X_QᵀX_Q`` is released,
 its off-diagonal entries multiplied by ``√2`` first: the vector then has
@@ -78,21 +99,26 @@ The weights minimise the total noise variance of the released system
 ``[G, b]`` (each entry counted as often as it appears in the symmetric
 ``(d + 2) × (d + 2)`` matrix ``[X~, y]ᵀ[X~, y]``), ``w_k² ∝ sqrt(m_k) / c_k``
 (Cauchy–Schwarz), the same as splitting the budget across blocks
-optimally (``Qr`` counted as ``Qy``); then ``w_QP`` is halved (:data:`QP_WEIGHT`, chosen by validation)
-and all are rescaled to the sensitivity above.
+optimally (``Qr`` counted as ``Qy``); then ``w_QP`` is halved when the
+whole block is released (:data:`QP_WEIGHT`; 1 for the projected one,
+:data:`QP_PROJECTED_WEIGHT`) and ``w_Qr`` doubled (:data:`QR_WEIGHT`; all
+chosen by validation), and all are rescaled to the sensitivity above.
 
 Solving (post-processing; :func:`solve_noisy_ridge`). Noise scales from σ
 and the shapes only: ``τ``, the expected spectral norm of the noise of
-``G`` (``s_QP (√d_Q + √(d_P + 1)) + 2 s_QQ √d_Q`` for the noise stds ``s``
-of its two noisy blocks; Gordon's bound for Gaussian matrices), and ``τ_b``,
+``G`` (``s_QP (√d_Q + √m) + 2 s_QQ √d_Q`` for the noise stds ``s`` of its
+two noisy blocks, ``m`` the public directions released, ``d_P + 1`` or
+``k``; Gordon's bound for Gaussian matrices), and ``τ_b``,
 the expected norm of the noise of ``X~_Pᵀy``. Every inverse raises the
 eigenvalues below its noise scale to it (at least ``1e-12 max(1,
 |λ|_max)``), so the solution is always finite. ``solver="residual"`` (the
 default) fits the public model, then the protected columns to its residual,
 residualised on the public directions the noise leaves intact (eigenvalue at
-least ``KEEP · τ``), the public step with ``τ_b`` added to the ridge and the
-protected one with ``RIDGE · τ`` (eigenvalues below ``τ`` raised to it); ``"joint"`` solves the whole noisy
-system. Both are Ridge on the clipped data when the noise vanishes.
+least ``KEEP · τ``; with a public target the ``k`` released ones), the
+public step with ``τ_b`` added to the ridge and the protected one with its
+eigenvalues below ``FLOOR · τ`` raised to it; ``"joint"``
+solves the whole noisy system. Both are Ridge on the clipped data when the
+noise vanishes (no residual is clipped then either).
 """
 
 import math
@@ -122,6 +148,28 @@ BLOCKS = ("QP", "QQ", "Qy", "Qr", "Py")
 #: (Adult hours-per-week: largest |r| 1.41 on the validation study's training split).
 RESIDUAL_BOUND = 2.0
 
+#: The clip ``R`` actually used is ``RESIDUAL_RMSE_MULTIPLE`` times the public
+#: model's root mean squared residual (:func:`residual_bound`; public), at most
+#: :data:`RESIDUAL_BOUND` and at least :data:`RESIDUAL_FLOOR`, raised by the
+#: clip-count rule below: the block's sensitivity is ``B_Q R``, so a tighter clip
+#: is less noise on the few numbers the protected coefficients are solved from,
+#: for the bias of clipping the residuals beyond it (2 rmse = 0.47 on Adult
+#: hours-per-week: 5 % of the residuals; the largest |r| 1.41). Chosen on a
+#: validation split of adult.data (benchmarks/bench_fdp_linear_rules.py, issue 19's
+#: fourth round, 40 noise seeds): with the floor τ in place of the previous round's
+#: ridge, +0.005 to +0.013 R² over R = 2 at ε in [0.01, 0.3] and +0.004 at ε = 1;
+#: 1.5 is level with 2, 3 loses 0.002 to 0.0035 at ε <= 0.1.
+RESIDUAL_RMSE_MULTIPLE = 2.0
+RESIDUAL_FLOOR = 1e-6
+
+#: ... but clipping no more than about ``RESIDUAL_CLIP_RATE · σ · √d_Q`` residuals
+#: (:func:`residual_clip`): as the noise vanishes nothing is clipped, and the fit
+#: tends to Ridge on the clipped data. Same study: against 2 rmse at every σ it
+#: changes nothing measurable (within 0.0004 at every ε); a rate of 4 (R = 1.02 at
+#: ε = 1) loses 0.003 at ε = 1. On Adult R is 2 rmse up to ε = 0.1, 0.56 at 0.3 and
+#: 0.74 at 1.
+RESIDUAL_CLIP_RATE = 16.0
+
 # The X_QᵀX~_P block's weight relative to the variance-optimal rule. The
 # residual solver (the default) uses that block only through a few
 # projections (A_QP β and A_QP V_k), so it needs less of the budget than its
@@ -136,6 +184,27 @@ RESIDUAL_BOUND = 2.0
 # 0.007 at ε = 1).
 QP_WEIGHT = 0.5
 
+# The X_Qᵀ r block's weight relative to the variance-optimal rule (target public):
+# the protected coefficients are solved from its d_Q numbers, so their noise costs
+# more than the entry count says. Same study: 1.4 over 1 +0.0005 to +0.002 R² at every
+# ε (whole QP, floor τ); 2 with the floor 0.7 τ +0.003 to +0.004 more at ε <= 0.1,
+# level above; 3 gains 0.0007 at ε = 0.1 and loses 0.004 at ε = 1.
+QR_WEIGHT = 2.0
+
+# With a public target the QP block is released only along the public
+# eigendirections the residual solver keeps (projected_layout): +0.001 to +0.003
+# R² at ε <= 0.3 over the whole block, level at ε = 1 (same study). Its weight is
+# then the variance-optimal one (QP_WEIGHT's halving stood for the unused
+# directions): 0.5 loses 0.0006 to 0.0018 at every ε.
+QP_PROJECTED_WEIGHT = 1.0
+
+# The protected step's eigenvalue floor, FLOOR[label_public] · τ (no ridge beyond α
+# either way). With a public target, same study: 0.7 against 1 +0.001 to +0.002 at ε
+# <= 0.1, level at 0.3, −0.0006 at 1; 0.5 is level with 0.7 at ε <= 0.3 and loses
+# 0.001 at 1. With a private target the floor τ alone gained 0.004-0.009 R² over a
+# ridge τ at ε ∈ [0.03, 1] (issue 19's third round).
+FLOOR = {True: 0.7, False: 1.0}
+
 # The residual solver keeps the public eigendirections whose eigenvalue is at
 # least KEEP[label_public] · τ. Chosen on the same validation split
 # (benchmarks/bench_fdp_linear_rules.py, issue 19, 40 seeds) among {0.25, 0.5, 1}:
@@ -143,24 +212,6 @@ QP_WEIGHT = 0.5
 # (level below; 0.25 is level with 0.5 at ε >= 0.3 and loses 0.002 at 0.1);
 # with a private target 1 stays best (0.5 loses up to 0.009 at small ε).
 KEEP = {True: 0.5, False: 1.0}
-
-# The ridge the residual solver adds to the protected step, RIDGE[label_public] · τ
-# (on top of α; the eigenvalue floor at τ applies either way). Same study among
-# {1, 0.5, 0.25, 0 (the floor alone)}: with a public target 1 is best at ε <= 0.03
-# and within 0.0015 of the best above; with a private target the floor alone gains
-# 0.004-0.009 R² over 1 at ε ∈ [0.03, 1] (level at ε = 0.01).
-RIDGE = {True: 1.0, False: 0.0}
-
-# With a public target the protected step's ridge grows once the noise is
-# large against the data: c = max(1, sqrt(κ / RIDGE_KAPPA)) with κ = τ / (n B_Q²)
-# (τ against the scale n B_Q² of X_QᵀX_Q's entries; σ, the shapes, n and the
-# bound only). Chosen on the same validation split (40 noise seeds): c = 1 is
-# best at ε >= 0.1 (κ <= 0.077 there), c ≈ 2 at ε = 0.03 (κ = 0.23) and c ≈ 3-4
-# at ε = 0.01 (κ = 0.61), where c = 1 fell below the public-only model
-# (0.1217 vs 0.1284) and the rule gives 0.1305; with a private target larger
-# ridges lose at every ε, so RIDGE stays 0 there.
-RIDGE_KAPPA = 0.08
-
 
 class StatisticLayout(NamedTuple):
     """Everything public about the release: block sizes, sensitivities, weights.
@@ -179,6 +230,9 @@ class StatisticLayout(NamedTuple):
     sensitivities: dict  # block -> c_k under the relation
     weights: dict  # block -> w_k
     sensitivity: float  # of the stacked weighted vector: 1 (add/remove) or 2 (replace)
+    neighboring: str = "add_remove"
+    residual_bound: float = 2.0  # R, the clip of the public residuals (Qr block)
+    qp_basis: np.ndarray | None = None  # V_k: QP released as X_QᵀX~_P V_k (None: whole)
 
 
 def _triu_size(d):
@@ -186,7 +240,7 @@ def _triu_size(d):
 
 
 def statistic_layout(public_mask, *, fit_intercept, label_public, public_bound, private_bound,
-                     neighboring):
+                     neighboring, residual_bound=RESIDUAL_BOUND, qp_basis=None):
     """The public layout of the release (see the module docstring for the numbers).
 
     Parameters
@@ -196,6 +250,16 @@ def statistic_layout(public_mask, *, fit_intercept, label_public, public_bound, 
     public_bound, private_bound : float
         ``B_P`` and ``B_Q``, > 0.
     neighboring : {"add_remove", "replace"}
+    residual_bound : float, default=RESIDUAL_BOUND
+        ``R``, the clip of the public residuals in the ``Qr`` block (target
+        public): :func:`sufficient_statistics` computes it from the public
+        statistics (:func:`residual_bound`); the default, its largest value,
+        is the layout before the data are read (:meth:`privacy_plan`).
+    qp_basis : ndarray of shape (d_P + fit_intercept, k) or None, default=None
+        Orthonormal columns ``V_k`` (public: :func:`projected_layout`): the
+        ``QP`` block is released as ``X_QᵀX~_P V_k`` (``d_Q k`` entries, the
+        same sensitivity, weight × :data:`QP_PROJECTED_WEIGHT` in place of
+        :data:`QP_WEIGHT`); None: the whole ``X_QᵀX~_P``.
 
     Returns
     -------
@@ -207,9 +271,10 @@ def statistic_layout(public_mask, *, fit_intercept, label_public, public_bound, 
     b_q = float(private_bound)
     p = math.sqrt(float(public_bound) ** 2 + int(fit_intercept))
     replace = neighboring == "replace"
-    sizes = {"QP": d_q * d_p1, "QQ": _triu_size(d_q), "Qy": 0 if label_public else d_q,
+    rank = d_p1 if qp_basis is None else qp_basis.shape[1]
+    sizes = {"QP": d_q * rank, "QQ": _triu_size(d_q), "Qy": 0 if label_public else d_q,
              "Qr": d_q if label_public else 0, "Py": 0 if label_public else d_p1}
-    add_remove = {"QP": b_q * p, "QQ": b_q * b_q, "Qy": b_q, "Qr": b_q * RESIDUAL_BOUND,
+    add_remove = {"QP": b_q * p, "QQ": b_q * b_q, "Qy": b_q, "Qr": b_q * float(residual_bound),
                   "Py": p}
     factor = {"QP": 2.0, "QQ": math.sqrt(2.0), "Qy": 2.0, "Qr": 2.0, "Py": 2.0} if replace \
         else dict.fromkeys(BLOCKS, 1.0)
@@ -221,11 +286,62 @@ def statistic_layout(public_mask, *, fit_intercept, label_public, public_bound, 
     target = 2.0 if replace else 1.0
     raw = {k: math.sqrt(math.sqrt(appears[k] * sizes[k]) / sens[k]) for k in sens}
     if "QP" in raw:
-        raw["QP"] *= QP_WEIGHT
+        raw["QP"] *= QP_WEIGHT if qp_basis is None else QP_PROJECTED_WEIGHT
+    if "Qr" in raw:
+        raw["Qr"] *= QR_WEIGHT
     total = math.sqrt(math.fsum((raw[k] * sens[k]) ** 2 for k in sens))
     weights = {k: target * raw[k] / total for k in sens}
     return StatisticLayout(public_idx, private_idx, bool(fit_intercept), bool(label_public),
-                           float(public_bound), b_q, sizes, sens, weights, target)
+                           float(public_bound), b_q, sizes, sens, weights, target,
+                           neighboring, float(residual_bound), qp_basis)
+
+
+def with_residual_bound(layout, residual_bound, qp_basis=None):
+    """``layout`` with the ``Qr`` block's clip ``R`` set to ``residual_bound`` and the
+    ``QP`` block's basis to ``qp_basis`` (sizes, sensitivities and every block's
+    weight recomputed; public inputs only)."""
+    mask = np.zeros(len(layout.public_idx) + len(layout.private_idx), dtype=bool)
+    mask[layout.public_idx] = True
+    return statistic_layout(mask, fit_intercept=layout.fit_intercept,
+                            label_public=layout.label_public, public_bound=layout.public_bound,
+                            private_bound=layout.private_bound, neighboring=layout.neighboring,
+                            residual_bound=residual_bound, qp_basis=qp_basis)
+
+
+def public_eigenbasis(G_PP, alpha, fit_intercept):
+    """``(λ, V)`` of ``X~_PᵀX~_P + α D_P`` (public), eigenvalues in decreasing order:
+    the matrix the residual solver's public step inverts with a public target."""
+    d_pen = np.ones(G_PP.shape[0])
+    if fit_intercept and d_pen.size:
+        d_pen[-1] = 0.0
+    M = G_PP + np.diag(alpha * d_pen)
+    lam, V = np.linalg.eigh((M + M.T) / 2.0)
+    return lam[::-1], V[:, ::-1]
+
+
+def projected_layout(layout, lam, V, noise_multiplier):
+    """The layout whose ``QP`` block is ``X_QᵀX~_P V_k``: the top ``k`` public
+    eigendirections, those the residual solver keeps (target public; public inputs).
+
+    ``k`` is the largest rank with ``λ_k >= KEEP · τ(k)``, ``τ(k)`` the noise
+    scale (:func:`noise_scale`) of the layout that releases ``k`` directions:
+    from ``k = d_P + 1`` down, ``k ← min(k, #{λ >= KEEP τ(k)})`` until it stops
+    (at least 1). As σ → 0 every direction is kept (the whole block). Each
+    record's term ``q (V_kᵀ p~)ᵀ`` has norm ``‖q‖ ‖V_kᵀ p~‖ <= B_Q P``: the
+    sensitivity is the whole block's.
+    """
+    k = V.shape[1]
+    scale = max(1.0, float(np.abs(lam).max(initial=0.0)))
+    while k > 1:
+        trial = with_residual_bound(layout, layout.residual_bound, V[:, :k])
+        tau = noise_scale(trial, noise_multiplier)
+        count = int(np.count_nonzero(lam >= max(KEEP[True] * tau, 1e-12 * scale)))
+        if count >= k:
+            break
+        k = max(1, count)
+    if k == V.shape[1]:
+        return with_residual_bound(layout, layout.residual_bound)  # the whole block
+    return with_residual_bound(layout, layout.residual_bound, np.ascontiguousarray(V[:, :k]))
 
 
 class Statistics(NamedTuple):
@@ -240,7 +356,8 @@ class Statistics(NamedTuple):
     n_public_clipped: int  # rows whose public block exceeded B_P (public: read off public columns)
     beta: np.ndarray | None = None  # the public ridge model (target public; else None)
     r_Q: np.ndarray | None = None  # X_Qᵀ clip(y − X~_P β) (target public; else None)
-    n_residual_clipped: int = 0  # public residuals beyond RESIDUAL_BOUND (public)
+    n_residual_clipped: int = 0  # public residuals beyond residual_bound (public)
+    residual_bound: float = RESIDUAL_BOUND  # R (target public: from the public statistics)
 
 
 def target_map(y_bounds, fit_intercept):
@@ -270,7 +387,7 @@ def _chunk_rows(n_columns):
     return max(256, CHUNK_BYTES // (8 * max(1, n_columns)))
 
 
-def sufficient_statistics(X, y, layout, y_bounds, alpha=1.0):
+def sufficient_statistics(X, y, layout, y_bounds, alpha=1.0, noise_multiplier=None):
     """The exact clipped blocks of :class:`Statistics`, in one pass over row chunks.
 
     Rows' public and protected blocks are clipped to ``B_P`` / ``B_Q`` apart
@@ -281,8 +398,13 @@ def sufficient_statistics(X, y, layout, y_bounds, alpha=1.0):
     and dropped). With a public target a second, cheaper pass (two
     matrix-vector products per chunk) computes the public residual
     ``r = y − X~_P β`` of the public ridge model β (``alpha``; from the exact
-    public blocks) and ``X_Qᵀ clip(r, ±RESIDUAL_BOUND)`` from the same
-    clipped rows (their clip factors are kept from the first pass).
+    public blocks) and ``X_Qᵀ clip(r, ±R)`` from the same clipped rows
+    (their clip factors are kept from the first pass), ``R`` from the public
+    statistics and the residuals (:func:`residual_bound`,
+    :func:`residual_clip`; ``noise_multiplier`` σ of the release, None:
+    ``R`` the floor of :func:`residual_bound`); the private blocks of the
+    rows whose residual exceeds that floor are kept (a few per cent) until
+    ``R`` is known.
     """
     n = X.shape[0]
     centre, half = target_map(y_bounds, layout.fit_intercept)
@@ -326,13 +448,16 @@ def sufficient_statistics(X, y, layout, y_bounds, alpha=1.0):
                        S[q, -1].copy(), S[:d_p1, -1].copy(), n_clipped, n_public_clipped)
     if not residual:
         return stats
-    # The public model (exact: public columns and target) and its residuals.
+    # The public model (exact: public columns and target) and its residuals, clipped
+    # to R >= R_min (residual_bound): rows with |r| <= R_min are summed at once,
+    # the others (a few per cent) kept until R is known.
     beta = public_ridge(stats.G_PP, stats.b_P, alpha, layout.fit_intercept)
+    r_min = residual_bound(stats.G_PP, stats.b_P, float(S[-1, -1]), beta, n)
     coef = np.zeros(X.shape[1])
     coef[layout.public_idx] = beta[:d_p]
     offset = beta[d_p] if layout.fit_intercept else 0.0
     r_q = np.zeros(X.shape[1])
-    n_residual_clipped = 0
+    tail_r, tail_q = [], []
     for start in range(0, n, step):
         stop = min(n, start + step)
         rows = row_slice(X, start, stop)
@@ -340,11 +465,57 @@ def sufficient_statistics(X, y, layout, y_bounds, alpha=1.0):
         rows = np.asarray(rows, dtype=np.float64)
         yc = _mapped_target(y[start:stop], lo, hi, centre, half)
         r = yc - (f_pub[start:stop] * (rows @ coef) + offset)
-        n_residual_clipped += int(np.count_nonzero(np.abs(r) > RESIDUAL_BOUND))
-        r = np.clip(r, -RESIDUAL_BOUND, RESIDUAL_BOUND)
+        tail = np.abs(r) > r_min
+        if tail.any():
+            tail_r.append(r[tail])
+            tail_q.append(rows[np.ix_(tail, layout.private_idx)] * f_priv[start:stop][tail, None])
+            r = np.where(tail, 0.0, r)
         r_q += rows.T @ (f_priv[start:stop] * r)
-    return stats._replace(beta=beta, r_Q=r_q[layout.private_idx].copy(),
-                          n_residual_clipped=n_residual_clipped)
+    r_q = r_q[layout.private_idx]
+    bound, n_residual_clipped = r_min, 0
+    if tail_r:
+        tail_r, tail_q = np.concatenate(tail_r), np.concatenate(tail_q)
+        bound = residual_clip(np.abs(tail_r), r_min, noise_multiplier, d_q)
+        n_residual_clipped = int(np.count_nonzero(np.abs(tail_r) > bound))
+        r_q += tail_q.T @ np.clip(tail_r, -bound, bound)
+    return stats._replace(beta=beta, r_Q=r_q, n_residual_clipped=n_residual_clipped,
+                          residual_bound=bound)
+
+
+def residual_clip(tail, r_min, noise_multiplier, d_q):
+    """``R``: at least ``r_min``, at most :data:`RESIDUAL_BOUND`, and clipping at most
+    ``k = ⌊RESIDUAL_CLIP_RATE · σ · √d_Q⌋`` residuals (``tail``: the ``|r_i|``
+    above ``r_min``; σ ``noise_multiplier``, None: ``R = r_min``).
+
+    The clipping bias of ``X_Qᵀ clip(r)`` is at most ``B_Q`` times the clipped
+    excess, its noise about ``σ B_Q R`` per entry: clipping more residuals
+    than the noise's scale (``k``) trades noise for more bias. As σ → 0
+    nothing is clipped (below :data:`RESIDUAL_BOUND`), so the fit tends to
+    Ridge on the clipped data. On Adult hours-per-week (validation split)
+    ``R = r_min = 0.47`` up to ε = 0.1, 0.56 at ε = 0.3 and 0.74 at ε = 1.
+    """
+    if noise_multiplier is None:
+        return float(r_min)
+    allowed = RESIDUAL_CLIP_RATE * float(noise_multiplier) * math.sqrt(d_q)
+    if not allowed < tail.size:  # (also an infinite rate)
+        return float(r_min)
+    k = math.floor(allowed)
+    kth = float(np.partition(tail, tail.size - 1 - k)[tail.size - 1 - k])  # the (k+1)-th largest
+    return float(min(RESIDUAL_BOUND, max(r_min, kth)))
+
+
+def residual_bound(G_PP, b_P, yy, beta, n_samples):
+    """``R``: the clip of the public residuals, from the exact public statistics only.
+
+    ``R = min(RESIDUAL_BOUND, RESIDUAL_RMSE_MULTIPLE · rmse)`` with ``rmse² =
+    ‖y − X~_P β‖² / n = (yᵀy − 2 βᵀX~_Pᵀy + βᵀ X~_PᵀX~_P β) / n`` the public
+    model's mean squared residual (clipped rows, target units), floored at
+    :data:`RESIDUAL_FLOOR`. Every input is a function of the public columns
+    and the public target of all rows (see the module docstring).
+    """
+    sq = yy - 2.0 * float(beta @ b_P) + float(beta @ (G_PP @ beta))
+    rmse = math.sqrt(max(sq, 0.0) / max(int(n_samples), 1))
+    return float(min(RESIDUAL_BOUND, max(RESIDUAL_FLOOR, RESIDUAL_RMSE_MULTIPLE * rmse)))
 
 
 def public_ridge(G_PP, b_P, alpha, fit_intercept):
@@ -376,7 +547,8 @@ def _untriu(v, d):
 
 def _block_vectors(stats, layout):
     """``{block: its unweighted released entries}`` for the noisy blocks."""
-    vecs = {"QP": stats.A_QP.ravel(), "QQ": _triu(stats.A_QQ), "Qy": stats.b_Q,
+    qp = stats.A_QP if layout.qp_basis is None else stats.A_QP @ layout.qp_basis
+    vecs = {"QP": qp.ravel(), "QQ": _triu(stats.A_QQ), "Qy": stats.b_Q,
             "Qr": stats.r_Q, "Py": stats.b_P}
     return {k: vecs[k] for k in layout.weights}
 
@@ -404,6 +576,8 @@ class NoisySystem(NamedTuple):
     target_noise_std: float  # noise std of X~_Pᵀy's entries (0 when exact)
     beta: np.ndarray | None = None  # the exact public model (target public), intercept last
     r_Q: np.ndarray | None = None  # noisy X_Qᵀ clip(y − X~_P β) (target public)
+    qp_rank: int | None = None  # k: only the top k public directions of X_QᵀX~_P released
+    public_eigen: tuple | None = None  # (α, λ, V): X~_PᵀX~_P + α D_P's, λ ascending (target public)
 
 
 def noise_stds(layout, noise_multiplier):
@@ -416,6 +590,8 @@ def noise_scale(layout, noise_multiplier):
     stds = noise_stds(layout, noise_multiplier)
     d_q = len(layout.private_idx)
     d_p1 = len(layout.public_idx) + int(layout.fit_intercept)
+    if layout.qp_basis is not None:
+        d_p1 = layout.qp_basis.shape[1]
     tau = stds.get("QP", 0.0) * (math.sqrt(d_q) + math.sqrt(d_p1)) if d_p1 else 0.0
     return tau + 2.0 * stds.get("QQ", 0.0) * math.sqrt(d_q)
 
@@ -423,13 +599,22 @@ def noise_scale(layout, noise_multiplier):
 def release_linear_statistics(X, y, layout, y_bounds, noise_multiplier, noise_rng, alpha=1.0):
     """Clip, compute the blocks, add one Gaussian to the stacked weighted vector; assemble.
 
-    Returns ``(system, stats)``: the :class:`NoisySystem` (public blocks
-    exact, the others noisy) and the exact :class:`Statistics`, for their
-    counts only (``n_clipped``, the targets outside ``y_bounds``, computed
-    from the private targets: for the data holder's warning, never released;
-    ``n_public_clipped``, from the public columns).
+    Returns ``(system, stats, layout)``: the :class:`NoisySystem` (public
+    blocks exact, the others noisy), the exact :class:`Statistics`, for
+    their counts only (``n_clipped``, the targets outside ``y_bounds``,
+    computed from the private targets: for the data holder's warning, never
+    released; ``n_public_clipped``, from the public columns), and the layout
+    the release used (``layout`` with the residual clip ``R`` of the public
+    statistics: :func:`with_residual_bound`; the others as given).
     """
-    stats = sufficient_statistics(X, y, layout, y_bounds, alpha)
+    stats = sufficient_statistics(X, y, layout, y_bounds, alpha, noise_multiplier)
+    eigen = None
+    if "Qr" in layout.weights:  # the clip R and the QP basis, read off the public statistics
+        layout = with_residual_bound(layout, stats.residual_bound)
+        if "QP" in layout.weights:
+            lam, V = public_eigenbasis(stats.G_PP, alpha, layout.fit_intercept)
+            layout = projected_layout(layout, lam, V, noise_multiplier)
+            eigen = (float(alpha), lam[::-1], V[:, ::-1])  # for the solver, ascending
     noisy = add_gaussian_noise(stacked_release(stats, layout), noise_multiplier, noise_rng)
     blocks, offset = {}, 0
     for k, size in layout.sizes.items():
@@ -437,7 +622,10 @@ def release_linear_statistics(X, y, layout, y_bounds, noise_multiplier, noise_rn
         offset += size
     d_q = len(layout.private_idx)
     d_p1 = len(layout.public_idx) + int(layout.fit_intercept)
-    A_QP = blocks["QP"].reshape(d_q, d_p1) if "QP" in blocks else stats.A_QP
+    if layout.qp_basis is not None:  # the released projections, in the columns' basis
+        A_QP = blocks["QP"].reshape(d_q, -1) @ layout.qp_basis.T
+    else:
+        A_QP = blocks["QP"].reshape(d_q, d_p1) if "QP" in blocks else stats.A_QP
     A_QQ = _untriu(blocks["QQ"], d_q) if "QQ" in blocks else stats.A_QQ
     b_P = blocks.get("Py", stats.b_P)
     r_Q = blocks.get("Qr")
@@ -458,9 +646,10 @@ def release_linear_statistics(X, y, layout, y_bounds, noise_multiplier, noise_rn
     b[pub] = b_P
     b[priv] = b_Q
     stds = noise_stds(layout, noise_multiplier)
+    rank = None if layout.qp_basis is None else layout.qp_basis.shape[1]
     return (NoisySystem(G, b, noise_scale(layout, noise_multiplier), stds.get("Py", 0.0),
-                        stats.beta if r_Q is not None else None, r_Q),
-            stats)
+                        stats.beta if r_Q is not None else None, r_Q, rank, eigen),
+            stats, layout)
 
 
 SOLVERS = ("residual", "joint")
@@ -475,8 +664,7 @@ def _floored_solve(M, rhs, floor):
     return V @ ((V.T @ rhs) / lam), int(raised.sum())
 
 
-def solve_noisy_ridge(system, alpha, fit_intercept, layout, solver="residual", *,
-                      n_samples=None):
+def solve_noisy_ridge(system, alpha, fit_intercept, layout, solver="residual"):
     """Ridge coefficients from the released system (post-processing); ``(theta, n_raised)``.
 
     ``theta`` has the input's columns in order, the intercept last.
@@ -495,12 +683,11 @@ def solve_noisy_ridge(system, alpha, fit_intercept, layout, solver="residual", *
     of that matrix whose eigenvalues ``λ_k`` are at least ``KEEP · τ`` (there
     the noise of ``A_QP`` is not amplified beyond ``1 / (KEEP τ)``; the
     intercept's direction is one of them; :data:`KEEP` is 0.5 with a public
-    target, 1 with a private one), ``C = X_QᵀX_Q − (A_QP V_k) Λ_k⁻¹ (A_QP
-    V_k)ᵀ``, and ``θ_Q = (C + (α + c τ) I)⁻¹ (b_Q − A_QP β)`` (``c`` =
-    :data:`RIDGE`: with a public target ``max(1, sqrt(κ / RIDGE_KAPPA))``,
-    ``κ = τ / (n B_Q²)``, ``n = n_samples`` (public; without it ``c = 1``),
-    0 with a private one; the
-    eigenvalues of that matrix below ``τ`` raised to ``τ`` either way), with the
+    target, 1 with a private one; with ``system.qp_rank`` set, at most the top
+    ``qp_rank`` of them, the directions released), ``C = X_QᵀX_Q − (A_QP
+    V_k) Λ_k⁻¹ (A_QP V_k)ᵀ``, and ``θ_Q = (C + α I)⁻¹ (b_Q − A_QP β)`` (the
+    eigenvalues of that matrix below ``FLOOR · τ`` raised to it;
+    :data:`FLOOR` 0.7 with a public target, 1 with a private one), with the
     released ``X_Qᵀ r`` for ``b_Q − A_QP β`` when the target is public (see
     the module docstring: it carries no noise of ``A_QP``); the public coefficients
     are then moved by ``− V_k Λ_k⁻¹ (A_QP V_k)ᵀ θ_Q``. As the noise grows the
@@ -530,20 +717,21 @@ def solve_noisy_ridge(system, alpha, fit_intercept, layout, solver="residual", *
     else:
         beta, raised_p = _floored_solve(G_pp, system.b[pub], tau_b)
     A = G[np.ix_(priv, pub)]
-    lam, V = np.linalg.eigh((G_pp + G_pp.T) / 2.0)
+    if system.public_eigen is not None and system.public_eigen[0] == alpha + tau_b:
+        _, lam, V = system.public_eigen  # computed by the release, of this very matrix
+    else:
+        lam, V = np.linalg.eigh((G_pp + G_pp.T) / 2.0)
     threshold = KEEP[system.r_Q is not None] * tau
     keep = lam >= max(threshold, 1e-12 * max(1.0, float(np.abs(lam).max(initial=0.0))))
+    if system.qp_rank is not None:  # only the top qp_rank directions were released
+        keep &= np.argsort(np.argsort(-lam, kind="stable"), kind="stable") < system.qp_rank
     W = A @ V[:, keep]  # A_QP V_k
     lam_k = lam[keep]
     C = G[np.ix_(priv, priv)] - (W / lam_k) @ W.T
     # X_Qᵀ(y − X~_P β): released as such with a public target, else from b_Q and A_QP.
     rhs = system.r_Q if system.r_Q is not None else system.b[priv] - A @ beta
-    c = RIDGE[system.r_Q is not None]
-    if system.r_Q is not None and n_samples is not None:
-        kappa = tau / (float(n_samples) * layout.private_bound ** 2)
-        c = max(c, math.sqrt(kappa / RIDGE_KAPPA))
-    ridge = alpha + c * tau
-    theta_q, raised_q = _floored_solve(C + ridge * np.eye(len(priv)), rhs, tau)
+    floor = FLOOR[system.r_Q is not None] * tau
+    theta_q, raised_q = _floored_solve(C + alpha * np.eye(len(priv)), rhs, floor)
     theta = np.zeros(size)
     theta[pub] = beta - V[:, keep] @ ((W.T @ theta_q) / lam_k)
     theta[priv] = theta_q
@@ -557,4 +745,5 @@ def _target_noise_scale(layout, system):
 
 __all__ = ["BLOCKS", "SOLVERS", "NoisySystem", "StatisticLayout", "Statistics", "add_gaussian_noise",
            "noise_scale", "noise_stds", "release_linear_statistics", "solve_noisy_ridge",
-           "stacked_release", "statistic_layout", "sufficient_statistics", "target_map"]
+           "projected_layout", "public_eigenbasis", "residual_bound", "stacked_release",
+           "statistic_layout", "sufficient_statistics", "target_map", "with_residual_bound"]

@@ -90,6 +90,19 @@ def _check_row_norm_bounds(est, n_public, n_private):
     return bounds[0], bounds[1]
 
 
+def _layout_details(layout, sigma):
+    """The plan's per-block details of ``layout`` at noise multiplier ``sigma``."""
+    details = dict(block_sizes=dict(layout.sizes),
+                   block_sensitivities=dict(layout.sensitivities),
+                   block_weights=dict(layout.weights),
+                   block_noise_std={k: sigma / w for k, w in layout.weights.items()})
+    if "Qr" in layout.weights:
+        details["residual_bound"] = layout.residual_bound
+    if layout.qp_basis is not None:
+        details["qp_rank"] = int(layout.qp_basis.shape[1])
+    return details
+
+
 @fill_doc
 class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
     """Ridge regression with feature differential privacy, by sufficient statistics.
@@ -158,11 +171,11 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         protected columns fitted to its residual, residualised on the
         public directions whose eigenvalue exceeds a share of the noise
         scale ``τ`` (``noise_scale_``; 0.5 τ with a public target, τ with a
-        private one), with the ridge raised by ``τ`` (public target) or the
-        eigenvalues below ``τ`` raised to it (private target): as the noise
-        grows, the model falls back to the public one. With a public
+        private one), with the eigenvalues below ``τ`` raised to it: as the
+        noise grows, the model falls back to the public one. With a public
         target the protected columns' right-hand side is released directly
-        as ``X_Qᵀ r``, ``r`` the public model's residuals. ``"joint"``: the
+        as ``X_Qᵀ clip(r, ±R)``, ``r`` the public model's residuals and ``R``
+        read off them (see Notes). ``"joint"``: the
         whole noisy system ``(X~ᵀX~ + α D) θ = X~ᵀy`` at once, its
         eigenvalues below ``τ`` raised to ``τ``. Both are ``Ridge(alpha)``
         on the clipped data when the noise is negligible. The rules were
@@ -170,8 +183,8 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         Adult's protected columns private, 40 seeds;
         ``benchmarks/results/fdp_linear_rules.md``; public-only Ridge 0.128,
         non-private Ridge 0.198): validation R² ``"residual"``, target
-        public, 0.122 at ε = 0.01, 0.134 at ε = 0.03, 0.150 at ε = 0.1,
-        0.168 at ε = 0.3, 0.187 at ε = 1; target private too, 0.090 at
+        public, 0.142 at ε = 0.01, 0.158 at ε = 0.03, 0.170 at ε = 0.1,
+        0.179 at ε = 0.3, 0.191 at ε = 1; target private too, 0.090 at
         ε = 0.1 and 0.169 at ε = 1.
     [[fit_intercept]]
     [[epsilon]]
@@ -219,7 +232,8 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         (``X_QᵀX~_P``), ``"QQ"`` (``X_QᵀX_Q``: its diagonal; off-diagonal
         entries / √2), ``"Qy"`` (``X_Qᵀy``, private target), ``"Qr"``
         (``X_Qᵀr``, public target: ``r`` the public model's residuals,
-        clipped to ±2), ``"Py"`` (``X~_Pᵀy``, private target), the last
+        clipped to ±R, ``privacy_plan_.details["residual_bound"]``),
+        ``"Py"`` (``X~_Pᵀy``, private target), the last
         three in units where the target is mapped to [-1, 1] (see Notes);
         only the blocks that were noised.
     noise_scale_ : float
@@ -248,10 +262,13 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
     row-norm bounds, ``P = sqrt(B_P² + 1)`` with the intercept, the target
     mapped to [-1, 1]): ``X_QᵀX~_P``: ``B_Q P``; ``X_QᵀX_Q`` (upper
     triangle, off-diagonal × √2): ``B_Q²``; ``X_Qᵀy``: ``B_Q``; ``X~_Pᵀy``:
-    ``P``; with a public target, ``X_Qᵀ clip(r, ±2)`` in place of ``X_Qᵀy``:
-    ``2 B_Q`` (``r = y − X~_P β``, β the public ridge model: functions of
-    the public columns and target of every record, which the simulator of
-    Def. 6 and the replacement of Def. 5 leave unchanged); under
+    ``P``; with a public target, ``X_Qᵀ clip(r, ±R)`` in place of ``X_Qᵀy``:
+    ``B_Q R`` (``r = y − X~_P β``, β the public ridge model; ``R`` twice the
+    residuals' root mean square, raised so that at most about ``16 σ √d_Q``
+    residuals are clipped, at most 2: functions of σ and of the public
+    columns and target of every record, which the simulator of Def. 6 and
+    the replacement of Def. 5 leave unchanged; as σ → 0 nothing is
+    clipped); under
     replacement twice these, but ``√2 B_Q²`` for ``X_QᵀX_Q``.
     The block weights minimise the total noise variance of the released
     system (``w_k² ∝ sqrt(m_k) / c_k``), that of ``X_QᵀX~_P`` then halved
@@ -377,8 +394,9 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         plan = self._plan_parts(n_samples, n_features, names)  # no DpEvent yet: see privacy_plan_
         layout, y_bounds = self._layout(plan), plan["details"]["y_bounds"]
         (noise_rng,) = spawn_generators(self.random_state, 1, noise=self.noise)
-        system, stats = release_linear_statistics(X, y, layout, y_bounds,
-                                                  plan["sigma"], noise_rng, self.alpha)
+        system, stats, layout = release_linear_statistics(X, y, layout, y_bounds,
+                                                          plan["sigma"], noise_rng, self.alpha)
+        plan = self._with_layout(plan, layout)  # the residual clip R of the public statistics
         if stats.n_public_clipped:
             # Read off the public columns only: free.
             warnings.warn(
@@ -392,7 +410,7 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
             warn_clipped_targets(self, stats.n_clipped, n_samples, self.y_bounds,
                                  not self.label_public, stacklevel=2)
         theta, n_raised = solve_noisy_ridge(system, self.alpha, self.fit_intercept, layout,
-                                             self.solver, n_samples=n_samples)
+                                             self.solver)
         centre, half = target_map(y_bounds, self.fit_intercept)
         theta = theta * half
         self.coef_ = theta[:n_features].astype(X.dtype)
@@ -422,6 +440,11 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         checked ``y_bounds`` and ``row_norm_bounds``, and per released
         block its size, sensitivity, weight and noise std (``block_sizes``,
         ``block_sensitivities``, ``block_weights``, ``block_noise_std``).
+        With a public target these are the layout before the data are read
+        (the residual clip ``R = 2``, the whole ``X_QᵀX~_P``); a fit sets
+        both from the public columns and target (σ and ε unchanged), and its
+        ``privacy_plan_`` holds the released layout, with ``residual_bound``
+        and, when ``X_QᵀX~_P`` was projected, ``qp_rank``.
 
         Parameters
         ----------
@@ -471,10 +494,7 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         protected = ([f"x{int(i)}" for i in private] if feature_names is None
                      else [str(feature_names[int(i)]) for i in private])
         details = dict(public_mask=public_mask, y_bounds=y_bounds, row_norm_bounds=(b_p, b_q),
-                       block_sizes=dict(layout.sizes),
-                       block_sensitivities=dict(layout.sensitivities),
-                       block_weights=dict(layout.weights),
-                       block_noise_std={k: sigma / w for k, w in layout.weights.items()})
+                       **_layout_details(layout, sigma))
         return dict(event=event, sigma=sigma, spent=spent, delta=float(self.delta),
                     accountant=accountant, neighboring=self.neighboring, protected=protected,
                     label_protected=not self.label_public, protected_columns=private,
@@ -511,6 +531,12 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         if "_fitted_plan" not in self.__dict__:
             raise AttributeError(f"'{type(self).__name__}' object has no attribute 'dp_event_'")
         return self.privacy_plan_.dp_event
+
+    @staticmethod
+    def _with_layout(plan, layout):
+        """``plan`` (a new dict) with the blocks' details of the layout a fit used."""
+        details = dict(plan["details"], **_layout_details(layout, plan["sigma"]))
+        return dict(plan, details=details)
 
     def _layout(self, plan):
         """The release's :class:`StatisticLayout` under ``plan`` (the dict of

@@ -50,16 +50,23 @@ def _captured_system(est, X, y):
     real_stats = ls.sufficient_statistics
     real_solve = ls.solve_noisy_ridge
 
+    real_bound = ls.with_residual_bound
+
     def stats(*args, **kwargs):
         seen["stats"] = real_stats(*args, **kwargs)
         seen["layout"] = args[2]
         return seen["stats"]
+
+    def bound(*args, **kwargs):  # the layout with the residual clip R: the one released
+        seen["layout"] = real_bound(*args, **kwargs)
+        return seen["layout"]
 
     def solve(system, *args, **kwargs):
         seen["system"] = system
         return real_solve(system, *args, **kwargs)
 
     with mock.patch.object(ls, "sufficient_statistics", stats), \
+            mock.patch.object(ls, "with_residual_bound", bound), \
             mock.patch("sklearn_fdp.linear._feature_dp_linear.solve_noisy_ridge", solve):
         est.fit(X, y)
     return seen["stats"], seen["system"], seen["layout"]
@@ -208,54 +215,108 @@ def test_public_target_releases_the_residual_of_the_public_model(data):
     centre, half = ls.target_map((-3, 4), True)
     yt = (np.clip(y, -3, 4) - centre) / half
     ref = Ridge(alpha=2.0, solver="cholesky").fit(X[:, public], yt)
-    r = np.clip(yt - ref.predict(X[:, public]), -ls.RESIDUAL_BOUND, ls.RESIDUAL_BOUND)
+    r = yt - ref.predict(X[:, public])
+    # R: twice the rms residual, raised to the (k+1)-th largest |r| (k = ⌊16 σ √d_Q⌋).
+    k = math.floor(ls.RESIDUAL_CLIP_RATE * est.noise_multiplier_ * math.sqrt(len(private)))
+    kth = np.sort(np.abs(r))[::-1][k] if k < len(r) else 0.0
+    R = min(ls.RESIDUAL_BOUND, max(2 * math.sqrt(np.mean(r**2)), kth))
+    assert stats.residual_bound == pytest.approx(R, rel=1e-9)
+    assert 0 < stats.n_residual_clipped == int(np.sum(np.abs(r) > R))  # this σ clips some
+    r = np.clip(r, -R, R)
     np.testing.assert_allclose(stats.r_Q, X[:, private].T @ r, rtol=1e-8, atol=1e-9)
     np.testing.assert_allclose(stats.beta, np.r_[ref.coef_, ref.intercept_], rtol=1e-8)
     assert set(layout.sizes) == {"QP", "QQ", "Qr"}
     z = (system.r_Q - stats.r_Q) / est.block_noise_std_["Qr"]
     assert abs(np.mean(z**2) - 1.0) < 5 * math.sqrt(2.0 / z.size)
-    assert layout.sensitivities["Qr"] == pytest.approx(1.0 * ls.RESIDUAL_BOUND)  # B_Q = 1
+    assert layout.sensitivities["Qr"] == pytest.approx(1.0 * R)  # B_Q = 1
+    assert est.privacy_plan_.details["residual_bound"] == layout.residual_bound
 
 
-def test_protected_ridge_grows_with_the_noise_against_n(data):
-    """Target public: the protected step's ridge is c τ with c = max(1, sqrt(κ / 0.08)),
-    κ = τ / (n B_Q²). The fit passes n; the solve with c = 1 (no n) and a direct solve of
-    the protected step at the rule's c tell which ridge it used."""
+def test_residual_clip_vanishes_with_the_noise(data):
+    """As σ → 0 no residual is clipped (R = the largest |r|, below 2), so the fit
+    tends to Ridge on the clipped data; at a large σ R is twice the rms residual."""
     X, y = data
-    for sigma, grows in ((1e-3, False), (200.0, True)):
+    public = [j for j in range(D) if j not in PRIVATE]
+    centre, half = ls.target_map((-3, 4), True)
+    yt = (np.clip(y, -3, 4) - centre) / half
+    r = yt - Ridge(alpha=1.0, solver="cholesky").fit(X[:, public], yt).predict(X[:, public])
+    assert np.abs(r).max() < ls.RESIDUAL_BOUND
+    for sigma, want in ((1e-6, np.abs(r).max()), (1e3, 2 * math.sqrt(np.mean(r**2)))):
         est = FeatureDPLinearRegression(private_features=PRIVATE, y_bounds=(-3, 4),
                                         label_public=True, epsilon=None,
                                         noise_multiplier=sigma, random_state=0)
-        stats, system, layout = _captured_system(est, X, y)
-        kappa = system.noise_scale / (N * layout.private_bound ** 2)
-        c = max(1.0, math.sqrt(kappa / ls.RIDGE_KAPPA))
-        assert (c > 1.5) == grows
-        with_n, _ = ls.solve_noisy_ridge(system, 1.0, True, layout, n_samples=N)
-        without_n, _ = ls.solve_noisy_ridge(system, 1.0, True, layout)
-        centre, half = ls.target_map((-3, 4), True)
-        np.testing.assert_allclose(np.r_[est.coef_, est.intercept_ - centre] / half, with_n,
-                                   rtol=1e-12, atol=1e-14)
-        if not grows:
-            np.testing.assert_array_equal(with_n, without_n)
-            continue
-        assert not np.allclose(with_n[PRIVATE], without_n[PRIVATE])
-        # The protected step at ridge α + c τ, rebuilt from the released system.
+        stats, _, layout = _captured_system(est, X, y)
+        assert stats.residual_bound == pytest.approx(want, rel=1e-9)
+        assert stats.n_residual_clipped == int(np.sum(np.abs(r) > want * (1 + 1e-9)))
+        assert layout.residual_bound == stats.residual_bound
+    assert 2 * math.sqrt(np.mean(r**2)) < np.abs(r).max()  # the two cases differ
+
+
+def test_protected_step_has_no_ridge_beyond_alpha(data):
+    """Target public: the protected step solves (C + α I) θ_Q = X_Qᵀ r with C the
+    Schur complement on the kept public directions (the top qp_rank, at least KEEP τ),
+    eigenvalues below FLOOR τ raised to it (no extra ridge: bench_fdp_linear_rules.py,
+    issue 19). Rebuilt from the release."""
+    X, y = data
+    for sigma in (1e-3, 200.0):
+        est = FeatureDPLinearRegression(private_features=PRIVATE, y_bounds=(-3, 4),
+                                        label_public=True, epsilon=None,
+                                        noise_multiplier=sigma, random_state=0)
+        _, system, layout = _captured_system(est, X, y)
         G, tau = system.G, system.noise_scale
         pub = [j for j in range(D) if j not in PRIVATE] + [D]
         d_pen = np.r_[np.ones(len(pub) - 1), 0.0]
         lam, V = np.linalg.eigh(G[np.ix_(pub, pub)] + np.diag(1.0 * d_pen))
+        lam, V = lam[::-1], V[:, ::-1]
         kept = lam >= ls.KEEP[True] * tau
+        if system.qp_rank is not None:
+            assert kept[:system.qp_rank].all()  # every released direction is kept
+            kept[system.qp_rank:] = False
         W = G[np.ix_(PRIVATE, pub)] @ V[:, kept]
         C = G[np.ix_(PRIVATE, PRIVATE)] - (W / lam[kept]) @ W.T
-        M = C + (1.0 + c * tau) * np.eye(len(PRIVATE))
-        mu, U = np.linalg.eigh(M)
-        want = U @ ((U.T @ system.r_Q) / np.maximum(mu, tau))
-        np.testing.assert_allclose(with_n[PRIVATE], want, rtol=1e-9)
+        mu, U = np.linalg.eigh(C + 1.0 * np.eye(len(PRIVATE)))
+        floor = ls.FLOOR[True] * tau
+        want = U @ ((U.T @ system.r_Q) / np.maximum(mu, floor))
+        centre, half = ls.target_map((-3, 4), True)
+        np.testing.assert_allclose(est.coef_[PRIVATE] / half, want, rtol=1e-9, atol=1e-14)
+        assert (mu < floor).any() == (sigma > 1)  # the floor acts only at the large σ
+
+
+def test_public_target_releases_the_top_public_directions_only(data):
+    """Target public: X_QᵀX~_P is released as X_QᵀX~_P V_k, V_k the top k eigenvectors
+    of the public X~_PᵀX~_P + α D (public), k the largest rank the solver keeps at the
+    layout's own noise scale (λ_k >= KEEP τ(k)); the whole block as σ → 0."""
+    X, y = data
+    d_p1 = D - len(PRIVATE) + 1
+    for sigma, whole in ((1e-3, True), (30.0, False)):
+        est = FeatureDPLinearRegression(private_features=PRIVATE, y_bounds=(-3, 4),
+                                        label_public=True, epsilon=None,
+                                        noise_multiplier=sigma, random_state=0)
+        stats, system, layout = _captured_system(est, X, y)
+        lam, V = ls.public_eigenbasis(stats.G_PP, 1.0, True)
+        if whole:
+            assert layout.qp_basis is None and system.qp_rank is None
+            assert layout.sizes["QP"] == len(PRIVATE) * d_p1
+            continue
+        k = layout.qp_basis.shape[1]
+        assert 1 <= k < d_p1 and system.qp_rank == k
+        assert layout.sizes["QP"] == len(PRIVATE) * k
+        np.testing.assert_allclose(np.abs(layout.qp_basis.T @ V[:, :k]), np.eye(k), atol=1e-10)
+        tau = ls.noise_scale(layout, sigma)
+        assert lam[k - 1] >= ls.KEEP[True] * tau  # the k released directions are kept ...
+        bigger = ls.with_residual_bound(layout, layout.residual_bound, V[:, :k + 1])
+        assert lam[k] < ls.KEEP[True] * ls.noise_scale(bigger, sigma)  # ... and k + 1 are not
+        # The noisy QP block of the system is the released projections, mapped back.
+        A = system.G[np.ix_(PRIVATE, [j for j in range(D) if j not in PRIVATE] + [D])]
+        released = A @ layout.qp_basis
+        np.testing.assert_allclose(A, released @ layout.qp_basis.T, atol=1e-9)
+        z = (released - stats.A_QP @ layout.qp_basis) / est.block_noise_std_["QP"]
+        assert abs(np.mean(z**2) - 1.0) < 5 * math.sqrt(2.0 / z.size)
 
 
 def test_residuals_beyond_the_bound_are_clipped(data):
-    """Each public residual is clipped to ±RESIDUAL_BOUND before X_Qᵀ r, and counted
-    (a bound of 0.1 here, so that many are)."""
+    """Each public residual is clipped to ±R <= RESIDUAL_BOUND before X_Qᵀ r, and
+    counted (a bound of 0.1 here, below twice the rms residual, so that many are)."""
     X, y = data
     lay = ls.statistic_layout(np.isin(np.arange(D), PRIVATE, invert=True), fit_intercept=True,
                               label_public=True, public_bound=1.0, private_bound=1.0,
@@ -266,6 +327,7 @@ def test_residuals_beyond_the_bound_are_clipped(data):
     centre, half = ls.target_map((-3, 4), True)
     yt = (np.clip(y, -3, 4) - centre) / half
     r = yt - Ridge(alpha=1.0, solver="cholesky").fit(X[:, public], yt).predict(X[:, public])
+    assert 2 * math.sqrt(np.mean(r**2)) > 0.1 == stats.residual_bound
     assert stats.n_residual_clipped == int(np.sum(np.abs(r) > 0.1)) > N // 10
     np.testing.assert_allclose(stats.r_Q, X[:, PRIVATE].T @ np.clip(r, -0.1, 0.1),
                                rtol=1e-8, atol=1e-9)

@@ -67,8 +67,11 @@ def released_vector(est, X, y):
         seen["sigma"] = noise_multiplier
         raise _Stop
 
+    # The estimator's layout, then (target public) the one with the residual clip R
+    # of the public statistics, built in linear_statistics: the last one is released.
     with mock.patch.object(ls, "add_gaussian_noise", capture), \
             mock.patch("sklearn_fdp.linear._feature_dp_linear.statistic_layout", layout), \
+            mock.patch.object(ls, "statistic_layout", layout), \
             warnings.catch_warnings(), pytest.raises(_Stop):
         warnings.simplefilter("ignore", FdpWarning)  # clipped rows and targets: the point here
         est.fit(X, y)
@@ -76,12 +79,15 @@ def released_vector(est, X, y):
     return seen["v"], seen["layout"]
 
 
-def _estimator(private_idx, *, label_public, neighboring, y_bounds, bounds, fit_intercept=True):
+def _estimator(private_idx, *, label_public, neighboring, y_bounds, bounds, fit_intercept=True,
+               noise_multiplier=1.0):
+    # A small σ is a huge ε, which the PLD accountant takes long to discretise: the
+    # closed form then (the release is the same; only epsilon_ is computed otherwise).
     return FeatureDPLinearRegression(
         private_features=[int(j) for j in private_idx], label_public=label_public,
         y_bounds=y_bounds, row_norm_bounds=bounds, fit_intercept=fit_intercept,
-        epsilon=None, noise_multiplier=1.0, neighboring=neighboring, delta=1e-3,
-        accountant="pld", random_state=0)
+        epsilon=None, noise_multiplier=noise_multiplier, neighboring=neighboring, delta=1e-3,
+        accountant="pld" if noise_multiplier >= 1.0 else "auto", random_state=0)
 
 
 def check(X, y, X2, y2, private_idx, *, label_public, relation, y_bounds, bounds,
@@ -92,6 +98,11 @@ def check(X, y, X2, y2, private_idx, *, label_public, relation, y_bounds, bounds
     va, layout = released_vector(est, X, y)
     vb, layout_b = released_vector(est, X2, y2)
     assert layout.weights == layout_b.weights  # public: the same on both inputs
+    assert layout.residual_bound == layout_b.residual_bound  # R: public parts only
+    # The QP block's basis V_k (target public): the public Gram's, the same on both.
+    assert (layout.qp_basis is None) == (layout_b.qp_basis is None)
+    if layout.qp_basis is not None:
+        np.testing.assert_array_equal(layout.qp_basis, layout_b.qp_basis)
     assert layout.sensitivity == (1.0 if relation == "remove" else 2.0)
     # Every record's weighted term has norm <= 1; the sums are float64.
     return assert_sensitivity(va, vb, layout.sensitivity, n_terms=X.shape[0], clip=1.0,
@@ -207,12 +218,16 @@ def _residual_of_record_0(X, y, alpha=1.0):
 
 @pytest.mark.parametrize("label_public", [True, False])
 def test_removing_an_extreme_record_moves_the_release_by_exactly_1(label_public):
+    """At a small σ every block is released whole (with a public target, the X_QᵀX~_P
+    block is otherwise projected on the top public directions, which the record's
+    public part may leave: a smaller move) and record 0 reaches every bound."""
     X, y = _extreme_data(0.7, 0.4, label_public)
     est = _estimator([2, 3], label_public=label_public, neighboring="add_remove",
-                     y_bounds=(-1.0, 1.0), bounds=(0.7, 0.4))
-    va, _ = released_vector(est, X, y)
+                     y_bounds=(-1.0, 1.0), bounds=(0.7, 0.4), noise_multiplier=1e-3)
+    va, layout = released_vector(est, X, y)
+    assert layout.qp_basis is None
     if label_public:  # the simulator's input (see the module docstring)
-        assert _residual_of_record_0(X, y) <= -ls.RESIDUAL_BOUND  # clipped: at the bound
+        assert _residual_of_record_0(X, y) <= -ls.RESIDUAL_BOUND  # clipped: at R <= 2
         vb, _ = released_vector(est, replace_columns(X, 0, [2, 3], [0.0, 0.0]), y)
     else:
         vb, _ = released_vector(est, X[1:], y[1:])
@@ -227,8 +242,9 @@ def test_negating_an_extreme_record_moves_the_release_by_the_computed_amount(lab
     no single replacement reaches at once (the two moves cancel in X_Qᵀy)."""
     X, y = _extreme_data(0.7, 0.4, label_public)
     est = _estimator([2, 3], label_public=label_public, neighboring="replace",
-                     y_bounds=(-1.0, 1.0), bounds=(0.7, 0.4))
+                     y_bounds=(-1.0, 1.0), bounds=(0.7, 0.4), noise_multiplier=1e-3)
     va, layout = released_vector(est, X, y)
+    assert layout.qp_basis is None  # the whole X_QᵀX~_P block (see the test above)
     w, c = layout.weights, layout.sensitivities
     X2 = replace_columns(X, 0, [2, 3], [-0.4, 0.0])
     vb, _ = released_vector(est, X2, y)
@@ -244,8 +260,8 @@ def test_negating_an_extreme_record_moves_the_release_by_the_computed_amount(lab
     vc, _ = released_vector(est, X3, y)
     w = layout.weights
     qp = 0.4 * math.sqrt(2) * math.sqrt(0.7**2 + 1)  # ‖q − q'‖ ‖p~‖
-    rhs = "Qr" if label_public else "Qy"  # |r_0| clipped to 2, or |y_0| = 1
-    qy = 0.4 * math.sqrt(2) * (ls.RESIDUAL_BOUND if label_public else 1.0)
+    rhs = "Qr" if label_public else "Qy"  # |r_0| clipped to R, or |y_0| = 1
+    qy = 0.4 * math.sqrt(2) * (layout.residual_bound if label_public else 1.0)
     expected = math.sqrt((w["QP"] * qp) ** 2 + (w["QQ"] * math.sqrt(2) * 0.16) ** 2
                          + (w[rhs] * qy) ** 2)
     assert np.linalg.norm(va - vc) == pytest.approx(expected, rel=1e-12)
