@@ -196,6 +196,7 @@ def run_lazy_sparse(theta0, oracle, n_samples, config, *, sample_rng, noise_rng,
         c_noise = noise_std / normaliser
     residuals = np.empty((0, k), dtype=np.float64)
     indptr = X.indptr
+    row_nnz = np.diff(indptr)  # the need of a batch, one gather per step
     pending = None  # a batch drawn for the next chunk
 
     # A long run keeps a few blocks of normals drawn ahead, so the worker
@@ -232,12 +233,13 @@ def run_lazy_sparse(theta0, oracle, n_samples, config, *, sample_rng, noise_rng,
                 while t + len(batches) < g and len(batches) < MAX_CHUNK_STEPS:
                     batch = sampler.sample() if pending is None else pending
                     pending = None
-                    nb = int((indptr[batch + 1] - indptr[batch]).sum()) * per_nnz + per_step
+                    nb = int(row_nnz[batch].sum()) * per_nnz + per_step
                     if batches and need + nb > avail:
                         pending = batch
                         break
                     batches.append(batch)
                     need += nb
+                rows = np.concatenate(batches).astype(np.intp, copy=False)
                 batch_ptr = np.zeros(len(batches) + 1, dtype=np.intp)
                 np.cumsum([len(b) for b in batches], out=batch_ptr[1:])
                 largest = int(np.diff(batch_ptr).max())
@@ -245,7 +247,7 @@ def run_lazy_sparse(theta0, oracle, n_samples, config, *, sample_rng, noise_rng,
                     residuals = np.empty((2 * largest, k), dtype=np.float64)
                 if linear_state:
                     used = lazy_momentum_steps(
-                        indptr, X.indices, X.data, np.concatenate(batches).astype(np.intp),
+                        indptr, X.indices, X.data, rows,
                         batch_ptr, oracle.y_kernel, S, k, dim, intercept, intercept_v,
                         intercept_sum, oracle.code, oracle.x_norm_sq, oracle.max_grad_norm, t, f,
                         eta, normaliser, cfg.momentum, cfg.l2_regularization, c_noise,
@@ -253,7 +255,7 @@ def run_lazy_sparse(theta0, oracle, n_samples, config, *, sample_rng, noise_rng,
                         oracle.loss_param)
                 else:
                     used = lazy_steps(
-                        indptr, X.indices, X.data, np.concatenate(batches).astype(np.intp),
+                        indptr, X.indices, X.data, rows,
                         batch_ptr, oracle.y_kernel, S, k, intercept, intercept_sum, oracle.code,
                         oracle.x_norm_sq, oracle.max_grad_norm, t, f, step_scale, noise_std,
                         q0, q1, q2, tail, normals.fresh(need), 0, residuals, sd, slope, resid_sd,
