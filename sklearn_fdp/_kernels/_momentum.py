@@ -223,8 +223,8 @@ def flush_momentum(S, k, dim, b, Phi, F, rank, normals):
 def lazy_momentum_steps(indptr, indices, data, batches, batch_ptr, y, S, k, dim, intercept,
                         intercept_v, intercept_sum, code, x_norm_sq, clip, t_first, block_start,
                         eta, normaliser, momentum, l2, c, noise_std, same, Phi, Sig, F, rank,
-                        normals, used, R, loss_param=0.0):
-    """Run the steps ``t_first ..`` of one block with momentum / weight decay.
+                        normals, used, R, loss_param, at, g_b):
+    """Run the steps ``t_first ..`` of one block with momentum / weight decay, or stop early.
 
     Per step: the tables advanced to ``t``, then one pass over the batch's
     rows: each row's coordinates caught up to ``t`` (tables of step ``t``)
@@ -251,27 +251,53 @@ def lazy_momentum_steps(indptr, indices, data, batches, batch_ptr, y, S, k, dim,
     made ``θ`` depend on the ``p`` the previous row had just updated (times
     0), which chained the rows, and a per-non-zero branch mispredicts on
     the ~20 % that do need one.
+
+    The run stops before a row (or a step's intercept) that could need more
+    normals than ``normals`` has left, keeping ``3 k`` readable past the
+    last one used: a row at most ``dim k`` per non-zero (a catch-up of
+    each) and ``k`` for its step's intercept. ``at`` (int64, in and out):
+    ``at[0]`` the step the tables are at (advanced only to a later step, so
+    a step is never advanced twice), ``at[1], at[2]`` the step (index into
+    ``batch_ptr``) and row to start from; on return, where the run stopped
+    (``at[1] = len(batch_ptr) - 1`` when every step ran). ``g_b`` (``k``):
+    the intercept's gradient sum of the current step, kept across a stop
+    inside a step. The caller hands the rest of the normals in, and after a
+    stop a fresh block; where the stops fall depends only on how many
+    normals each block holds, not on how the steps are split into calls.
     """
     inv_n = 1.0 / normaliser
     tail = dim == 3
     clip = _clip_target(clip, R, S.shape[0] + 1 + k)
     z = np.empty(k)
     r = np.empty(k)
-    g_b = np.empty(k)
     last = S.shape[1] - 1  # the column of the step each coordinate is caught up to
     pending = np.empty(64, dtype=np.intp)  # a row's coordinates to catch up (grows)
-    for s in range(batch_ptr.shape[0] - 1):
+    # Normals a row may need per non-zero, and its step's intercept.
+    per_nnz = k * dim if noise_std > 0.0 else 0
+    per_step = k if noise_std > 0.0 and intercept.shape[0] else 0
+    room = normals.shape[0] - 3 * k
+    n_steps = batch_ptr.shape[0] - 1
+    for s in range(at[1], n_steps):
         t = t_first + s
-        if t > block_start:
+        first_row = at[2] if s == at[1] else 0
+        if first_row == 0:
+            if used + per_step > room:
+                at[1], at[2] = s, 0
+                return used
+            for cc in range(k):
+                g_b[cc] = 0.0
+        if t > at[0]:
             advance_momentum_tables(t - block_start, eta[t - 1], same, momentum, l2, c, dim,
                                     Phi, Sig, F, rank)
+            at[0] = t
         idx = batches[batch_ptr[s]:batch_ptr[s + 1]]
-        for cc in range(k):
-            g_b[cc] = 0.0
-        for ii in range(idx.shape[0]):
+        for ii in range(first_row, idx.shape[0]):
             i = idx[ii]
-            _prefetch_ahead(indptr, indices, data, S, idx, ii)
             start, stop = indptr[i], indptr[i + 1]
+            if used + (stop - start) * per_nnz + per_step > room:
+                at[1], at[2] = s, ii
+                return used
+            _prefetch_ahead(indptr, indices, data, S, idx, ii)
             if stop - start > pending.shape[0]:
                 pending = np.empty(2 * (stop - start), dtype=np.intp)
             n_pending = 0
@@ -327,4 +353,5 @@ def lazy_momentum_steps(indptr, indices, data, batches, batch_ptr, y, S, k, dim,
                     intercept_sum[cc] += intercept[cc]
             if noise_std > 0.0:
                 used += k
+    at[1], at[2] = n_steps, 0
     return used
