@@ -410,6 +410,47 @@ def test_momentum_kernel_resumes_where_it_stopped_bit_for_bit(k, dim):
     assert any(row > 0 for _, row in run(list(range(0, total, 7)))[2])
 
 
+
+def test_momentum_flush_resumes_where_it_stopped_bit_for_bit():
+    # The flush of every coordinate runs through the blocks of normals as
+    # drawn: it stops before a coordinate that might not have its normals and
+    # carries on, handed the rest of the sequence, as if uninterrupted.
+    from sklearn_fdp._kernels._momentum import (
+        advance_momentum_tables,
+        flush_momentum,
+        reset_momentum_tables,
+    )
+
+    k, dim, d, lag_max = 2, 3, 50, 5
+    rng = np.random.default_rng(4)
+    Phi, Sig, F = (np.zeros((lag_max + 1, 3, 3)) for _ in range(3))
+    rank = np.zeros(lag_max + 1, dtype=np.intp)
+    reset_momentum_tables(dim, Phi, Sig, F, rank)
+    for t in range(1, lag_max + 1):
+        advance_momentum_tables(t, 0.3, False, 0.9, 0.01, 0.2, dim, Phi, Sig, F, rank)
+    S0 = rng.normal(size=(d, dim * k + 1))
+    S0[:, -1] = rng.integers(0, lag_max + 1, d)  # the step each coordinate is caught up to
+    normals = rng.standard_normal(2000)
+
+    def run(cuts):
+        S, used, j, stops = S0.copy(), 0, 0, 0
+        for cut in [*cuts, normals.size]:
+            u, j = flush_momentum(S, k, dim, lag_max, Phi, F, rank,
+                                  normals[used:max(cut, used)], j, dim * k)
+            used += u
+            if j == d:
+                break
+            stops += 1
+        assert j == d
+        return S, used, stops
+
+    whole, total, none = run([])
+    assert none == 0 and np.all(whole[:, -1] == lag_max)
+    for cuts in ([total // 2], list(range(0, total, 5)), [3, 3, total - 1]):
+        got, used, stops = run(cuts)
+        assert stops > 0 and used == total
+        np.testing.assert_array_equal(got, whole)
+
 @pytest.mark.parametrize("average_start", [None, 12])
 def test_lazy_momentum_stops_do_not_depend_on_the_chunking(average_start, monkeypatch):
     # With short blocks of normals the kernel stops many times a step; where

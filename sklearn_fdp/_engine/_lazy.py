@@ -286,13 +286,18 @@ def run_lazy_sparse(theta0, oracle, n_samples, config, *, sample_rng, noise_rng,
                                         cfg.l2_regularization, c_noise, dim, Phi, Sig, F, rank)
                 if g == cfg.steps:  # the last flush: only θ (and A) are released
                     release_only_tables(g - f, dim, Sig, F, rank)
-                used = flush_momentum(S, k, dim, g, Phi, F, rank,
-                                      normals.fresh(d * per_nnz + 3 * k))
+                j = 0
+                while j < d:  # the normals drawn so far, then fresh blocks
+                    used, j = flush_momentum(S, k, dim, g, Phi, F, rank, normals.view(0), j,
+                                             per_nnz)
+                    normals.advance(used)
+                    if j < d:
+                        normals.fresh(per_nnz + pad)  # skips the short remainder
             else:
                 catch_up_tables(g, f, q0, q1, q2, tail, sd, slope, resid_sd)
                 used = flush(S, k, g, f, sd, slope, resid_sd, tail,
                              normals.fresh(d * per_nnz + 2 * k))
-            normals.advance(used)
+                normals.advance(used)
             if report is not None:
                 report(g)
 

@@ -211,12 +211,23 @@ def _catch_up_m(S, j, k, dim, b, Phi, F, rank, normals, used):
 
 
 @njit(cache=True)
-def flush_momentum(S, k, dim, b, Phi, F, rank, normals):
-    """Catch every coordinate up to step ``b`` (tables advanced to ``b``); return normals used."""
+def flush_momentum(S, k, dim, b, Phi, F, rank, normals, first, per_coordinate):
+    """Catch the coordinates ``first ..`` up to step ``b`` (tables advanced to ``b``), or stop early.
+
+    Stops before a coordinate whose ``per_coordinate`` normals (``dim k``;
+    0 without noise) might not be in ``normals``, keeping ``3 k`` readable
+    past the last one used (as :func:`lazy_momentum_steps`). Returns
+    ``(normals used, the next coordinate)``: ``S.shape[0]`` when all are
+    caught up. A flush of a million coordinates so runs through the blocks
+    of normals as drawn, without a copy joining them.
+    """
     used = 0
-    for j in range(S.shape[0]):
+    room = normals.shape[0] - 3 * k
+    for j in range(first, S.shape[0]):
+        if used + per_coordinate > room:
+            return used, j
         used = _catch_up_m(S, j, k, dim, b, Phi, F, rank, normals, used)
-    return used
+    return used, S.shape[0]
 
 
 @njit(cache=True)
@@ -304,7 +315,7 @@ def lazy_momentum_steps(indptr, indices, data, batches, batch_ptr, y, S, k, dim,
             for p in range(start, stop):  # branch-free: the coordinates behind t
                 j = indices[p]
                 pending[n_pending] = j
-                n_pending += int(S[j, last]) != t
+                n_pending += S[j, last] != t  # a float holding an integer step
             for q in range(n_pending):
                 used = _catch_up_m(S, pending[q], k, dim, t, Phi, F, rank, normals, used)
             if k == 1:  # binary: scalar decision value, kept in a register
