@@ -4,6 +4,7 @@ Private scikit-learn helpers are imported here and only here, so that a
 change in scikit-learn breaks one file.
 """
 
+import contextvars
 import functools
 import math
 import sys
@@ -152,14 +153,25 @@ def atomic_fit(fit):
     @functools.wraps(fit)
     def wrapper(self, *args, **kwargs):
         saved = dict(self.__dict__)
+        # The sparse matrices canonical_csr verifies during this fit (and
+        # any fit it runs inside) are not read again.
+        token = _CANONICAL_IN_FIT.set([]) if _CANONICAL_IN_FIT.get() is None else None
         try:
             return fit(self, *args, **kwargs)
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(saved)
             raise
+        finally:
+            if token is not None:
+                _CANONICAL_IN_FIT.reset(token)
 
     return wrapper
+
+
+# Inside a fit (atomic_fit): the CSR matrices canonical_csr found canonical,
+# as (matrix, indptr, indices, data), held so that no id is reused meanwhile.
+_CANONICAL_IN_FIT = contextvars.ContextVar("sklearn_fdp_canonical_in_fit", default=None)
 
 
 def canonical_csr(X):
@@ -179,7 +191,11 @@ def canonical_csr(X):
     canonical CSR input without stored zeros is returned itself. The check
     reads the index arrays (a cached ``has_canonical_format`` flag can be
     stale after an in-place edit of ``indices``), in one pass without
-    allocation. Explicit zeros are dropped too (on the copy): the lazy-noise
+    allocation. Within one ``fit`` (see :func:`atomic_fit`) a matrix already
+    found canonical, the same object with the same arrays, is not read
+    again: validation, the gradient oracle and the row norms each ask, and
+    no fit edits a matrix it has checked (it edits its own copies, new
+    objects). Explicit zeros are dropped too (on the copy): the lazy-noise
     path of :func:`sklearn_fdp._engine.run_dp_sgd` draws a coordinate's
     noise when a stored entry touches it, so a stored zero would change the
     draws (not their distribution), and the same matrix must give the same
@@ -198,9 +214,15 @@ def canonical_csr(X):
     owned = X.format != "csr"
     if owned:
         X = X.tocsr()  # a new matrix (COO sums its duplicates here; CSC keeps them)
+    seen = _CANONICAL_IN_FIT.get()
+    if seen is not None and any(m is X and a is X.indptr and b is X.indices and c is X.data
+                                for m, a, b, c in seen):
+        return X
     code = csr_format_code(X.indptr, X.indices, X.shape[1])
     stored_zeros = np.count_nonzero(X.data) != X.data.size
     if code == CSR_CANONICAL and not stored_zeros:
+        if seen is not None:
+            seen.append((X, X.indptr, X.indices, X.data))
         return X
     if code == CSR_MALFORMED:
         raise ValueError(

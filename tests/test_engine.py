@@ -350,6 +350,157 @@ def test_lazy_chunking_changes_nothing(average_start, momentum, monkeypatch):
     np.testing.assert_array_equal(fit(), chunked)
 
 
+
+def _tiny_normal_blocks(monkeypatch, size=40):
+    """The lazy engine's normals in blocks of ``size``: the momentum kernel stops often."""
+    from sklearn_fdp._engine import _lazy, _noise
+
+    monkeypatch.setattr(_noise, "FIRST_BLOCK", size)
+    real = _lazy.NormalStream
+    monkeypatch.setattr(_lazy, "NormalStream",
+                        lambda rng, **kw: real(rng, **{**kw, "block": size}))
+
+
+@pytest.mark.parametrize("k,dim", [(1, 2), (1, 3), (3, 2), (3, 3)])
+def test_momentum_kernel_resumes_where_it_stopped_bit_for_bit(k, dim):
+    # lazy_momentum_steps stops before a row (or a step's intercept) that could
+    # need more normals than it was handed. Handed the rest of the same
+    # sequence, it must carry on exactly as an uninterrupted run: the tables
+    # advanced once per step, the intercept's partial gradient sum kept.
+    from sklearn_fdp._kernels._momentum import lazy_momentum_steps, reset_momentum_tables
+
+    oracle, n = _sparse_problem(k, n=60)
+    X, d, steps = oracle.X, oracle.n_features, 7
+    rng = np.random.default_rng(3)
+    batches = [np.flatnonzero(rng.random(n) < 0.3) for _ in range(steps)]
+    batches[2] = batches[2][:0]  # an empty batch: only its intercept's normals
+    rows = np.concatenate(batches).astype(np.intp)
+    batch_ptr = np.concatenate([[0], np.cumsum([len(b) for b in batches])]).astype(np.intp)
+    eta = np.linspace(0.5, 0.1, steps)  # a schedule: every lag's table changes each step
+    normals = rng.standard_normal(20_000)
+
+    def run(cuts):
+        S = np.zeros((d, dim * k + 1))
+        S[:, :k] = 0.1
+        intercept, velocity, tail_sum = np.full(k, 0.2), np.zeros(k), np.zeros(k)
+        Phi, Sig, F = (np.zeros((steps + 1, 3, 3)) for _ in range(3))
+        rank = np.zeros(steps + 1, dtype=np.intp)
+        reset_momentum_tables(dim, Phi, Sig, F, rank)
+        at, g_b = np.zeros(3, dtype=np.int64), np.zeros(k)
+        used, stops = 0, []
+        for cut in [*cuts, normals.size]:
+            used += lazy_momentum_steps(
+                X.indptr, X.indices, X.data, rows, batch_ptr, oracle.y_kernel, S, k, dim,
+                intercept, velocity, tail_sum, oracle.code, oracle.x_norm_sq, 1.0, 0, 0, eta,
+                0.3 * n, 0.9, 0.01, 0.05, 1.5, False, Phi, Sig, F, rank,
+                normals[used:max(cut, used)], 0, np.empty((n, k)), oracle.loss_param, at, g_b)
+            if at[1] == steps:
+                break
+            stops.append((int(at[1]), int(at[2])))
+        assert at[1] == steps
+        return np.concatenate([S.ravel(), intercept, velocity, tail_sum]), used, stops
+
+    whole, total, none = run([])
+    assert none == [] and total > 20
+    for cuts in ([total // 3, total // 2], list(range(0, total, 7)), [5, 5, total - 4]):
+        got, used, stops = run(cuts)
+        assert stops  # it did stop, mid-step too
+        np.testing.assert_array_equal(got, whole)
+        assert used == total
+    assert any(row > 0 for _, row in run(list(range(0, total, 7)))[2])
+
+
+
+def test_momentum_flush_resumes_where_it_stopped_bit_for_bit():
+    # The flush of every coordinate runs through the blocks of normals as
+    # drawn: it stops before a coordinate that might not have its normals and
+    # carries on, handed the rest of the sequence, as if uninterrupted.
+    from sklearn_fdp._kernels._momentum import (
+        advance_momentum_tables,
+        flush_momentum,
+        reset_momentum_tables,
+    )
+
+    k, dim, d, lag_max = 2, 3, 50, 5
+    rng = np.random.default_rng(4)
+    Phi, Sig, F = (np.zeros((lag_max + 1, 3, 3)) for _ in range(3))
+    rank = np.zeros(lag_max + 1, dtype=np.intp)
+    reset_momentum_tables(dim, Phi, Sig, F, rank)
+    for t in range(1, lag_max + 1):
+        advance_momentum_tables(t, 0.3, False, 0.9, 0.01, 0.2, dim, Phi, Sig, F, rank)
+    S0 = rng.normal(size=(d, dim * k + 1))
+    S0[:, -1] = rng.integers(0, lag_max + 1, d)  # the step each coordinate is caught up to
+    normals = rng.standard_normal(2000)
+
+    def run(cuts):
+        S, used, j, stops = S0.copy(), 0, 0, 0
+        for cut in [*cuts, normals.size]:
+            u, j = flush_momentum(S, k, dim, lag_max, Phi, F, rank,
+                                  normals[used:max(cut, used)], j, dim * k)
+            used += u
+            if j == d:
+                break
+            stops += 1
+        assert j == d
+        return S, used, stops
+
+    whole, total, none = run([])
+    assert none == 0 and np.all(whole[:, -1] == lag_max)
+    for cuts in ([total // 2], list(range(0, total, 5)), [3, 3, total - 1]):
+        got, used, stops = run(cuts)
+        assert stops > 0 and used == total
+        np.testing.assert_array_equal(got, whole)
+
+@pytest.mark.parametrize("average_start", [None, 12])
+def test_lazy_momentum_stops_do_not_depend_on_the_chunking(average_start, monkeypatch):
+    # With short blocks of normals the kernel stops many times a step; where
+    # it stops depends on the blocks only, so one step per call changes
+    # nothing, bit for bit.
+    from sklearn_fdp._engine import _lazy
+
+    _tiny_normal_blocks(monkeypatch)
+    calls = []
+    kernel = _lazy.lazy_momentum_steps
+    monkeypatch.setattr(_lazy, "lazy_momentum_steps",
+                        lambda *a: calls.append(1) or kernel(*a))
+    oracle, n = _sparse_problem(3)
+    cfg = replace(_lazy_config(0.9, average_start), momentum=0.9)
+    theta0 = np.zeros((oracle.n_features + 1, 3))
+
+    def fit():
+        return run_lazy_sparse(theta0, oracle, n, cfg, sample_rng=np.random.default_rng(8),
+                               noise_rng=np.random.default_rng(9), block_length=7).theta
+
+    chunked = fit()
+    assert len(calls) >= 10  # five blocks of steps (one call each), and at least 5 stops
+    monkeypatch.setattr(_lazy, "MAX_CHUNK_STEPS", 1)
+    np.testing.assert_array_equal(fit(), chunked)
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("k,l2", [(1, 0.0), (3, 0.02)])
+def test_lazy_momentum_with_stops_keeps_the_eager_distribution(k, l2, monkeypatch):
+    """The KS comparison of the released model, eager vs lazy, with blocks of 40 normals.
+
+    The momentum kernel then stops and resumes several times a step
+    (skipping the short remainder of each block); 1,000 runs per side,
+    Bonferroni over coordinates at a total level of 1e-3.
+    """
+    _tiny_normal_blocks(monkeypatch)
+    oracle, n = _sparse_problem(k)
+    cfg = replace(_lazy_config(0.8, 12), momentum=0.9, l2_regularization=l2)
+    theta0 = np.zeros((oracle.n_features + 1, k))
+    eager, lazy = [], []
+    for s in range(1000):
+        eager.append(run_dp_sgd(theta0, oracle, n, cfg, sample_rng=np.random.default_rng([s, 1]),
+                                noise_rng=np.random.default_rng([s, 2]),
+                                callback=lambda t, th: None).theta.ravel())
+        lazy.append(run_dp_sgd(theta0, oracle, n, cfg, sample_rng=np.random.default_rng([s, 3]),
+                               noise_rng=np.random.default_rng([s, 4])).theta.ravel())
+    eager, lazy = np.array(eager), np.array(lazy)
+    p_values = [stats.ks_2samp(eager[:, j], lazy[:, j]).pvalue for j in range(eager.shape[1])]
+    assert min(p_values) > 1e-3 / len(p_values)
+
 def _eager_linear_recursion(cfg, c, t_start, t_stop, tail_from):
     """The eager update of one untouched coordinate, steps ``t_start .. t_stop - 1``, symbolically.
 

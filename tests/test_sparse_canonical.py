@@ -183,3 +183,33 @@ def test_oracles_canonicalise_their_input(data):
     np.testing.assert_array_equal(release_private_sum(label_dp, N, theta, 0.0, None),
                                   release_private_sum(label_ref, N, theta, 0.0, None))
     _assert_unchanged(H, saved)
+
+
+def test_canonical_check_reads_a_matrix_once_per_fit_and_again_in_the_next(data, monkeypatch):
+    # Validation, the gradient oracle and the row norms each call canonical_csr;
+    # within one fit the same matrix is read once. An in-place edit between two
+    # fits is still caught: the next fit reads the arrays again.
+    from sklearn_fdp import _validation
+
+    X, y = data
+    calls = []
+    real = _validation.csr_format_code
+
+    def counting(indptr, indices, n_cols):
+        calls.append(n_cols)
+        return real(indptr, indices, n_cols)
+
+    monkeypatch.setattr(_validation, "csr_format_code", counting)
+    M = sp.csr_matrix(X)
+    est = ESTIMATORS["dpsgd_lazy"]
+    type(est)(**est.get_params()).fit(M, y)
+    assert len(calls) == 1
+    row = next(i for i in range(N) if M.indptr[i + 1] - M.indptr[i] >= 2)
+    a, b = M.indptr[row], M.indptr[row] + 1
+    M.indices[a], M.indices[b] = M.indices[b], M.indices[a]  # unsorted now
+    M.data[a], M.data[b] = M.data[b], M.data[a]  # the same matrix, stored out of order
+    got = type(est)(**est.get_params()).fit(M, y)
+    assert len(calls) >= 2
+    ref = type(est)(**est.get_params()).fit(sp.csr_matrix(X), y)
+    np.testing.assert_array_equal(got.coef_, ref.coef_)
+    assert _validation._CANONICAL_IN_FIT.get() is None  # nothing kept after a fit

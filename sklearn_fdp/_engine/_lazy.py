@@ -194,8 +194,11 @@ def run_lazy_sparse(theta0, oracle, n_samples, config, *, sample_rng, noise_rng,
         Phi, Sig, F = (np.zeros((longest + 1, 3, 3)) for _ in range(3))
         rank = np.zeros(longest + 1, dtype=np.intp)
         c_noise = noise_std / normaliser
+        at = np.zeros(3, dtype=np.int64)  # lazy_momentum_steps' tables step, stop step, row
+        g_b = np.zeros(k)
     residuals = np.empty((0, k), dtype=np.float64)
     indptr = X.indptr
+    row_nnz = np.diff(indptr)  # the need of a batch, one gather per step
     pending = None  # a batch drawn for the next chunk
 
     # A long run keeps a few blocks of normals drawn ahead, so the worker
@@ -211,6 +214,7 @@ def run_lazy_sparse(theta0, oracle, n_samples, config, *, sample_rng, noise_rng,
                 dim = 3 if tail else 2
                 same = bool(np.all(eta[f:g] == eta[f]))
                 reset_momentum_tables(dim, Phi, Sig, F, rank)
+                at[0] = f  # the step the tables are at
                 per_nnz, per_step = (k * dim, k) if noise_std > 0 else (0, 0)
             else:
                 q0, q1, q2 = _block_prefix_sums(c2, f, g)
@@ -227,38 +231,54 @@ def run_lazy_sparse(theta0, oracle, n_samples, config, *, sample_rng, noise_rng,
                 # it decides only where a short remainder of drawn normals
                 # is skipped (NormalStream.fresh). No normal is ever used
                 # twice, so every coordinate still gets fresh N(0, 1) draws.
-                avail = normals.available()
+                # With momentum / weight decay the kernel itself stops where
+                # the drawn normals may run out (lazy_momentum_steps), so a
+                # chunk is MAX_CHUNK_STEPS steps and the worst-case
+                # reservation below (dim normals per non-zero, ~6 times
+                # what a click log uses) does not cut it.
+                avail = math.inf if linear_state else normals.available()
                 batches, need = [], pad
                 while t + len(batches) < g and len(batches) < MAX_CHUNK_STEPS:
                     batch = sampler.sample() if pending is None else pending
                     pending = None
-                    nb = int((indptr[batch + 1] - indptr[batch]).sum()) * per_nnz + per_step
+                    nb = 0 if linear_state else int(row_nnz[batch].sum()) * per_nnz + per_step
                     if batches and need + nb > avail:
                         pending = batch
                         break
                     batches.append(batch)
                     need += nb
+                rows = np.concatenate(batches).astype(np.intp, copy=False)
                 batch_ptr = np.zeros(len(batches) + 1, dtype=np.intp)
                 np.cumsum([len(b) for b in batches], out=batch_ptr[1:])
                 largest = int(np.diff(batch_ptr).max())
                 if residuals.shape[0] < largest:
                     residuals = np.empty((2 * largest, k), dtype=np.float64)
                 if linear_state:
-                    used = lazy_momentum_steps(
-                        indptr, X.indices, X.data, np.concatenate(batches).astype(np.intp),
-                        batch_ptr, oracle.y_kernel, S, k, dim, intercept, intercept_v,
-                        intercept_sum, oracle.code, oracle.x_norm_sq, oracle.max_grad_norm, t, f,
-                        eta, normaliser, cfg.momentum, cfg.l2_regularization, c_noise,
-                        noise_std, same, Phi, Sig, F, rank, normals.fresh(need), 0, residuals,
-                        oracle.loss_param)
+                    at[1] = at[2] = 0
+                    while True:  # the normals drawn so far, then a fresh block after a stop
+                        used = lazy_momentum_steps(
+                            indptr, X.indices, X.data, rows,
+                            batch_ptr, oracle.y_kernel, S, k, dim, intercept, intercept_v,
+                            intercept_sum, oracle.code, oracle.x_norm_sq, oracle.max_grad_norm,
+                            t, f, eta, normaliser, cfg.momentum, cfg.l2_regularization, c_noise,
+                            noise_std, same, Phi, Sig, F, rank, normals.view(0), 0, residuals,
+                            oracle.loss_param, at, g_b)
+                        normals.advance(used)
+                        if at[1] == len(batches):
+                            break
+                        # The stop's row (or its step's intercept) and the padding.
+                        row = batch_ptr[at[1]] + at[2]
+                        nb = (int(row_nnz[rows[row]]) * per_nnz if row < batch_ptr[at[1] + 1]
+                              else 0) + per_step + pad
+                        normals.fresh(nb)  # skips the short remainder, draws a block
                 else:
                     used = lazy_steps(
-                        indptr, X.indices, X.data, np.concatenate(batches).astype(np.intp),
+                        indptr, X.indices, X.data, rows,
                         batch_ptr, oracle.y_kernel, S, k, intercept, intercept_sum, oracle.code,
                         oracle.x_norm_sq, oracle.max_grad_norm, t, f, step_scale, noise_std,
                         q0, q1, q2, tail, normals.fresh(need), 0, residuals, sd, slope, resid_sd,
                         oracle.loss_param)
-                normals.advance(used)
+                    normals.advance(used)
                 t += len(batches)
             # Flush: every coordinate's pending noise up to the block's end.
             if linear_state:
@@ -266,13 +286,18 @@ def run_lazy_sparse(theta0, oracle, n_samples, config, *, sample_rng, noise_rng,
                                         cfg.l2_regularization, c_noise, dim, Phi, Sig, F, rank)
                 if g == cfg.steps:  # the last flush: only θ (and A) are released
                     release_only_tables(g - f, dim, Sig, F, rank)
-                used = flush_momentum(S, k, dim, g, Phi, F, rank,
-                                      normals.fresh(d * per_nnz + 3 * k))
+                j = 0
+                while j < d:  # the normals drawn so far, then fresh blocks
+                    used, j = flush_momentum(S, k, dim, g, Phi, F, rank, normals.view(0), j,
+                                             per_nnz)
+                    normals.advance(used)
+                    if j < d:
+                        normals.fresh(per_nnz + pad)  # skips the short remainder
             else:
                 catch_up_tables(g, f, q0, q1, q2, tail, sd, slope, resid_sd)
                 used = flush(S, k, g, f, sd, slope, resid_sd, tail,
                              normals.fresh(d * per_nnz + 2 * k))
-            normals.advance(used)
+                normals.advance(used)
             if report is not None:
                 report(g)
 

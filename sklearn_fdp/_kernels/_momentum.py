@@ -211,20 +211,31 @@ def _catch_up_m(S, j, k, dim, b, Phi, F, rank, normals, used):
 
 
 @njit(cache=True)
-def flush_momentum(S, k, dim, b, Phi, F, rank, normals):
-    """Catch every coordinate up to step ``b`` (tables advanced to ``b``); return normals used."""
+def flush_momentum(S, k, dim, b, Phi, F, rank, normals, first, per_coordinate):
+    """Catch the coordinates ``first ..`` up to step ``b`` (tables advanced to ``b``), or stop early.
+
+    Stops before a coordinate whose ``per_coordinate`` normals (``dim k``;
+    0 without noise) might not be in ``normals``, keeping ``3 k`` readable
+    past the last one used (as :func:`lazy_momentum_steps`). Returns
+    ``(normals used, the next coordinate)``: ``S.shape[0]`` when all are
+    caught up. A flush of a million coordinates so runs through the blocks
+    of normals as drawn, without a copy joining them.
+    """
     used = 0
-    for j in range(S.shape[0]):
+    room = normals.shape[0] - 3 * k
+    for j in range(first, S.shape[0]):
+        if used + per_coordinate > room:
+            return used, j
         used = _catch_up_m(S, j, k, dim, b, Phi, F, rank, normals, used)
-    return used
+    return used, S.shape[0]
 
 
 @njit(cache=True)
 def lazy_momentum_steps(indptr, indices, data, batches, batch_ptr, y, S, k, dim, intercept,
                         intercept_v, intercept_sum, code, x_norm_sq, clip, t_first, block_start,
                         eta, normaliser, momentum, l2, c, noise_std, same, Phi, Sig, F, rank,
-                        normals, used, R, loss_param=0.0):
-    """Run the steps ``t_first ..`` of one block with momentum / weight decay.
+                        normals, used, R, loss_param, at, g_b):
+    """Run the steps ``t_first ..`` of one block with momentum / weight decay, or stop early.
 
     Per step: the tables advanced to ``t``, then one pass over the batch's
     rows: each row's coordinates caught up to ``t`` (tables of step ``t``)
@@ -239,38 +250,84 @@ def lazy_momentum_steps(indptr, indices, data, batches, batch_ptr, y, S, k, dim,
     :func:`~sklearn_fdp._kernels._update.sgd_update`, with ``k`` normals
     after the step's catch-ups). ``dim = 3``: in the tail. ``R``: scratch of
     ``k`` columns (unused for ``k = 1``). Returns the new ``used``.
+
+    Only the coordinates of a row not yet caught up to ``t`` go through the
+    catch-up: a first branch-free pass over the row lists them (on a
+    one-hot click log ~80 % of the non-zeros are coordinates an earlier row
+    of the same batch already caught up), then they are caught up in the
+    row's order, then the decision values are read. A lag-0 catch-up is the
+    identity (``Φ_0 = I``, ``F_0 = 0``, no normal), so skipping it changes
+    no value (but the sign of a zero) and the normals are used in the same
+    order; but run on every non-zero (as this kernel did) it
+    made ``θ`` depend on the ``p`` the previous row had just updated (times
+    0), which chained the rows, and a per-non-zero branch mispredicts on
+    the ~20 % that do need one.
+
+    The run stops before a row (or a step's intercept) that could need more
+    normals than ``normals`` has left, keeping ``3 k`` readable past the
+    last one used: a row at most ``dim k`` per non-zero (a catch-up of
+    each) and ``k`` for its step's intercept. ``at`` (int64, in and out):
+    ``at[0]`` the step the tables are at (advanced only to a later step, so
+    a step is never advanced twice), ``at[1], at[2]`` the step (index into
+    ``batch_ptr``) and row to start from; on return, where the run stopped
+    (``at[1] = len(batch_ptr) - 1`` when every step ran). ``g_b`` (``k``):
+    the intercept's gradient sum of the current step, kept across a stop
+    inside a step. The caller hands the rest of the normals in, and after a
+    stop a fresh block; where the stops fall depends only on how many
+    normals each block holds, not on how the steps are split into calls.
     """
     inv_n = 1.0 / normaliser
     tail = dim == 3
     clip = _clip_target(clip, R, S.shape[0] + 1 + k)
     z = np.empty(k)
     r = np.empty(k)
-    g_b = np.empty(k)
-    for s in range(batch_ptr.shape[0] - 1):
+    last = S.shape[1] - 1  # the column of the step each coordinate is caught up to
+    pending = np.empty(64, dtype=np.intp)  # a row's coordinates to catch up (grows)
+    # Normals a row may need per non-zero, and its step's intercept.
+    per_nnz = k * dim if noise_std > 0.0 else 0
+    per_step = k if noise_std > 0.0 and intercept.shape[0] else 0
+    room = normals.shape[0] - 3 * k
+    n_steps = batch_ptr.shape[0] - 1
+    for s in range(at[1], n_steps):
         t = t_first + s
-        if t > block_start:
+        first_row = at[2] if s == at[1] else 0
+        if first_row == 0:
+            if used + per_step > room:
+                at[1], at[2] = s, 0
+                return used
+            for cc in range(k):
+                g_b[cc] = 0.0
+        if t > at[0]:
             advance_momentum_tables(t - block_start, eta[t - 1], same, momentum, l2, c, dim,
                                     Phi, Sig, F, rank)
+            at[0] = t
         idx = batches[batch_ptr[s]:batch_ptr[s + 1]]
-        for cc in range(k):
-            g_b[cc] = 0.0
-        for ii in range(idx.shape[0]):
+        for ii in range(first_row, idx.shape[0]):
             i = idx[ii]
-            _prefetch_ahead(indptr, indices, data, S, idx, ii)
             start, stop = indptr[i], indptr[i + 1]
+            if used + (stop - start) * per_nnz + per_step > room:
+                at[1], at[2] = s, ii
+                return used
+            _prefetch_ahead(indptr, indices, data, S, idx, ii)
+            if stop - start > pending.shape[0]:
+                pending = np.empty(2 * (stop - start), dtype=np.intp)
+            n_pending = 0
+            for p in range(start, stop):  # branch-free: the coordinates behind t
+                j = indices[p]
+                pending[n_pending] = j
+                n_pending += S[j, last] != t  # a float holding an integer step
+            for q in range(n_pending):
+                used = _catch_up_m(S, pending[q], k, dim, t, Phi, F, rank, normals, used)
             if k == 1:  # binary: scalar decision value, kept in a register
                 z0 = intercept[0] if intercept.shape[0] else 0.0
                 for p in range(start, stop):
-                    j = indices[p]
-                    used = _catch_up_m(S, j, k, dim, t, Phi, F, rank, normals, used)
-                    z0 += data[p] * S[j, 0]
+                    z0 += data[p] * S[indices[p], 0]
                 z[0] = z0
             else:
                 for cc in range(k):
                     z[cc] = intercept[cc] if intercept.shape[0] else 0.0
                 for p in range(start, stop):
                     j = indices[p]
-                    used = _catch_up_m(S, j, k, dim, t, Phi, F, rank, normals, used)
                     v = data[p]
                     for cc in range(k):
                         z[cc] += v * S[j, cc]
@@ -307,4 +364,5 @@ def lazy_momentum_steps(indptr, indices, data, batches, batch_ptr, y, S, k, dim,
                     intercept_sum[cc] += intercept[cc]
             if noise_std > 0.0:
                 used += k
+    at[1], at[2] = n_steps, 0
     return used

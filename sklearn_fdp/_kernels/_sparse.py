@@ -161,7 +161,10 @@ def csr_masked_squared_norms(indptr, indices, data, mask, out):
 # ``S[j, -1]`` is a cache miss on wide data, so the catch-up is branch-free:
 # a coordinate already caught up this step (age ``b - f``) has coefficient
 # 0 and uses no normals, without a mispredicted branch stalling the misses
-# of the following non-zeros.
+# of the following non-zeros. The passes over a batch first list a row's
+# coordinates not yet caught up (also without a branch) and run the
+# catch-up on those only: on a click log most of a batch's non-zeros are
+# popular columns an earlier row of the batch has caught up already.
 
 
 @njit(cache=True)
@@ -287,10 +290,13 @@ def lazy_clipped_residuals(indptr, indices, data, idx, y, S, k, intercept, code,
                            loss_param=0.0):
     """Clipped residuals ``c_i r_i`` of the CSR rows ``idx`` at step ``t``, lazily.
 
-    One pass over the batch's non-zeros: each coordinate is caught up to
-    step ``t`` (from ``normals[used:]``, in order of first appearance; the
-    tables come from :func:`catch_up_tables` at ``t``) and read into the
-    row's decision values; then the residual, norm and clip factor, with
+    One pass over the batch's rows: the row's coordinates not yet caught up
+    to step ``t`` are listed (a branch-free pass) and caught up (from
+    ``normals[used:]``, in order of first appearance; the tables come from
+    :func:`catch_up_tables` at ``t``), then read into the row's decision
+    values (a coordinate an earlier row caught up is skipped: its catch-up
+    is zero noise and no normal, as :func:`_catch_up` computes, so the
+    values are the same); then the residual, norm and clip factor, with
     ``c_i r_i`` written to ``out[ii]``. ``intercept`` (length k, or empty) is
     the bias. The clipped gradient sum is ``Σ_i x~_i out[i]ᵀ``
     (:func:`csr_scatter_add`). Returns the new ``used``. ``clip`` is aimed at
@@ -299,27 +305,48 @@ def lazy_clipped_residuals(indptr, indices, data, idx, y, S, k, intercept, code,
     clip = _clip_target(clip, out, S.shape[0] + 1 + k)
     z = np.empty(k)
     r = np.empty(k)
+    w = S.shape[1] - 1  # the column of the step each coordinate's noise is pending from
+    pending = np.empty(64, dtype=np.intp)  # a row's coordinates to catch up (grows)
     if k == 1:  # binary: scalar decision value, kept in a register
         b0 = intercept[0] if intercept.shape[0] else 0.0
         for ii in range(idx.shape[0]):
             i = idx[ii]
             _prefetch_ahead(indptr, indices, data, S, idx, ii)
-            z0 = b0
-            for p in range(indptr[i], indptr[i + 1]):
+            start, stop = indptr[i], indptr[i + 1]
+            if stop - start > pending.shape[0]:
+                pending = np.empty(2 * (stop - start), dtype=np.intp)
+            n_pending = 0
+            for p in range(start, stop):
                 j = indices[p]
-                used = _catch_up_1(S, j, t, block_start, sd, slope, resid_sd, tail, normals, used)
-                z0 += data[p] * S[j, 0]
+                pending[n_pending] = j
+                n_pending += S[j, w] != t
+            for q in range(n_pending):
+                used = _catch_up_1(S, pending[q], t, block_start, sd, slope, resid_sd, tail,
+                                   normals, used)
+            z0 = b0
+            for p in range(start, stop):
+                z0 += data[p] * S[indices[p], 0]
             z[0] = z0
             _clipped_residual_row(z, y[i], code, x_norm_sq[i], clip, r, loss_param)
             out[ii, 0] = r[0]
         return used
     for ii in range(idx.shape[0]):
         i = idx[ii]
+        start, stop = indptr[i], indptr[i + 1]
+        if stop - start > pending.shape[0]:
+            pending = np.empty(2 * (stop - start), dtype=np.intp)
+        n_pending = 0
+        for p in range(start, stop):
+            j = indices[p]
+            pending[n_pending] = j
+            n_pending += S[j, w] != t
+        for q in range(n_pending):
+            used = _catch_up(S, pending[q], k, t, block_start, sd, slope, resid_sd, tail,
+                             normals, used)
         for c in range(k):
             z[c] = intercept[c] if intercept.shape[0] else 0.0
-        for p in range(indptr[i], indptr[i + 1]):
+        for p in range(start, stop):
             j = indices[p]
-            used = _catch_up(S, j, k, t, block_start, sd, slope, resid_sd, tail, normals, used)
             v = data[p]
             for c in range(k):
                 z[c] += v * S[j, c]

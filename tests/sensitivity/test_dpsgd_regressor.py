@@ -71,7 +71,7 @@ def lazy_momentum_sum(oracle, theta):
                         intercept_v, np.zeros(1), oracle.code, oracle.x_norm_sq,
                         oracle.max_grad_norm, 0, 0, np.ones(1), 1.0, 0.9, 0.0, 0.0, 0.0, True,
                         Phi, Sig, F, np.zeros(1, dtype=np.intp), np.zeros(4), 0, R,
-                        oracle.loss_param)
+                        oracle.loss_param, np.zeros(3, dtype=np.int64), np.zeros(1))
     np.testing.assert_array_equal(S[:, 0], theta[:d, 0])  # a lag-0 catch-up moves nothing
     out = np.zeros((theta.shape[0], 1))
     out[:d, 0] = S[:, 1]
