@@ -89,18 +89,20 @@ def _tails(col):
     return ["__".join(parts[k:]) for k in range(len(parts))]
 
 
-def _name_matches(spec_name, names, originals=None):
+def _name_matches(spec_name, names, originals=None, all_tails=None):
     """``(exact, expanded)``: indices of the columns a (non-exact) name stands for.
 
     ``exact``: the column, or its part after any ``"__"`` (the separator of
     ColumnTransformer / FeatureUnion step names), is the name. ``expanded``:
     that part is ``f"{name}_<category>"`` (a one-hot output) and, when the
     original column names are known, no longer original name claims it.
+    ``all_tails``: ``[_tails(col) for col in names]``, when the caller has it.
     """
     prefix = f"{spec_name}_"
     exact, expanded = [], []
-    for i, col in enumerate(names):
-        tails = _tails(col)
+    if all_tails is None:
+        all_tails = [_tails(col) for col in names]
+    for i, tails in enumerate(all_tails):
         if spec_name in tails:
             exact.append(i)
             continue
@@ -174,12 +176,14 @@ def _select(spec, param, n_features, feature_names, estimator_name, original_nam
         originals = original_names
         if originals is None:
             originals = _ORIGINAL_NAMES.get()
-        unknown, by_prefix = [], {}
+        unknown, by_prefix, all_tails = [], {}, None
         for e in entries:
             if e in position:
                 selected[position[e]] = True
                 continue
-            exact, expanded = _name_matches(e, names, originals)
+            if all_tails is None:  # once per spec, not once per name in it
+                all_tails = [_tails(col) for col in names]
+            exact, expanded = _name_matches(e, names, originals, all_tails)
             if exact or expanded:
                 selected[exact + expanded] = True
                 if expanded and originals is None:

@@ -358,6 +358,7 @@ class Statistics(NamedTuple):
     r_Q: np.ndarray | None = None  # X_Qᵀ clip(y − X~_P β) (target public; else None)
     n_residual_clipped: int = 0  # public residuals beyond residual_bound (public)
     residual_bound: float = RESIDUAL_BOUND  # R (target public: from the public statistics)
+    public_eigen: tuple | None = None  # (α, λ, V): public_eigenbasis (target public)
 
 
 def target_map(y_bounds, fit_intercept):
@@ -451,7 +452,8 @@ def sufficient_statistics(X, y, layout, y_bounds, alpha=1.0, noise_multiplier=No
     # The public model (exact: public columns and target) and its residuals, clipped
     # to R >= R_min (residual_bound): rows with |r| <= R_min are summed at once,
     # the others (a few per cent) kept until R is known.
-    beta = public_ridge(stats.G_PP, stats.b_P, alpha, layout.fit_intercept)
+    eigen = public_eigenbasis(stats.G_PP, alpha, layout.fit_intercept)
+    beta = public_ridge(stats.G_PP, stats.b_P, alpha, layout.fit_intercept, eigen)
     r_min = residual_bound(stats.G_PP, stats.b_P, float(S[-1, -1]), beta, n)
     coef = np.zeros(X.shape[1])
     coef[layout.public_idx] = beta[:d_p]
@@ -479,7 +481,7 @@ def sufficient_statistics(X, y, layout, y_bounds, alpha=1.0, noise_multiplier=No
         n_residual_clipped = int(np.count_nonzero(np.abs(tail_r) > bound))
         r_q += tail_q.T @ np.clip(tail_r, -bound, bound)
     return stats._replace(beta=beta, r_Q=r_q, n_residual_clipped=n_residual_clipped,
-                          residual_bound=bound)
+                          residual_bound=bound, public_eigen=(float(alpha), *eigen))
 
 
 def residual_clip(tail, r_min, noise_multiplier, d_q):
@@ -518,15 +520,24 @@ def residual_bound(G_PP, b_P, yy, beta, n_samples):
     return float(min(RESIDUAL_BOUND, max(RESIDUAL_FLOOR, RESIDUAL_RMSE_MULTIPLE * rmse)))
 
 
-def public_ridge(G_PP, b_P, alpha, fit_intercept):
+def public_ridge(G_PP, b_P, alpha, fit_intercept, eigen=None):
     """β = ``(X~_PᵀX~_P + α D_P)⁻¹ X~_Pᵀy`` (the intercept last and unpenalised), its
-    eigenvalues below ``1e-12 max(1, |λ|_max)`` raised to that: the public model."""
-    d_pen = np.ones(G_PP.shape[0])
-    if fit_intercept and d_pen.size:
-        d_pen[-1] = 0.0
-    if not d_pen.size:
+    eigenvalues below ``1e-12 max(1, |λ|_max)`` raised to that: the public model.
+    ``eigen``: that matrix's :func:`public_eigenbasis`, when the caller has it (the
+    same numbers as without)."""
+    if eigen is None:
+        d_pen = np.ones(G_PP.shape[0])
+        if fit_intercept and d_pen.size:
+            d_pen[-1] = 0.0
+        if not d_pen.size:
+            return np.zeros(0)
+        return _floored_solve(G_PP + np.diag(alpha * d_pen), b_P, 0.0)[0]
+    lam, V = eigen[0][::-1], eigen[1][:, ::-1]  # eigh's own (ascending) arrays again
+    if not lam.size:
         return np.zeros(0)
-    return _floored_solve(G_PP + np.diag(alpha * d_pen), b_P, 0.0)[0]
+    floor = 1e-12 * max(1.0, float(np.abs(lam).max()))
+    lam = np.where(lam < floor, floor, lam)
+    return V @ ((V.T @ b_P) / lam)
 
 
 def _triu(A):
@@ -612,7 +623,7 @@ def release_linear_statistics(X, y, layout, y_bounds, noise_multiplier, noise_rn
     if "Qr" in layout.weights:  # the clip R and the QP basis, read off the public statistics
         layout = with_residual_bound(layout, stats.residual_bound)
         if "QP" in layout.weights:
-            lam, V = public_eigenbasis(stats.G_PP, alpha, layout.fit_intercept)
+            _, lam, V = stats.public_eigen
             layout = projected_layout(layout, lam, V, noise_multiplier)
             eigen = (float(alpha), lam[::-1], V[:, ::-1])  # for the solver, ascending
     noisy = add_gaussian_noise(stacked_release(stats, layout), noise_multiplier, noise_rng)
