@@ -1,7 +1,9 @@
 """MLPFeatureDP's alpha="auto" and public_epochs="auto" (issue 20, "FDP MLP ≥ DP MLP").
 
-``alpha="auto"`` is ``min(1, 0.1 / nu, (0.35 / nu)²)`` with
-``nu = σ C sqrt(d + 1) / B`` when the label is public (1 otherwise);
+``alpha="auto"`` is ``min(1, c / nu, (0.35 / nu)²)`` with
+``nu = σ C sqrt(d + 1) / B`` and ``c`` = 0.2 for two classes, 0.1 otherwise
+(issue 20, third round: ``benchmarks/bench_defaults_rules.py``) when the label
+is public (1 otherwise);
 ``public_epochs="auto"`` is 500 noise-free steps on ``ℓ_pub`` when the label
 and some columns are public (none otherwise). Both read public quantities
 only and were chosen by ``benchmarks/bench_mlp_alpha.py`` on validation
@@ -20,6 +22,7 @@ torch = pytest.importorskip("torch")
 
 from sklearn_fdp.neural._mlp import (  # noqa: E402  (after the torch skip)
     _AUTO_ALPHA,
+    _AUTO_ALPHA_BINARY,
     _AUTO_ALPHA_SQUARED,
     _AUTO_PUBLIC_STEPS,
     _auto_alpha,
@@ -62,6 +65,44 @@ def test_rule_constants_and_formula():
     assert _auto_alpha(0.0, 1.0, 99, 100) == 1.0
 
 
+def test_binary_rule_constant_and_formula():
+    assert _AUTO_ALPHA_BINARY == 0.2
+    # nu = 0.4: two classes 0.2 / 0.4 = 0.5 (the squared term is 0.766); three, or
+    # classes unknown (None), keep 0.1 / 0.4 = 0.25
+    assert _auto_alpha(4.0, 1.0, 99, 100, 2) == pytest.approx(0.5, rel=1e-12)
+    assert _auto_alpha(4.0, 1.0, 99, 100, 3) == pytest.approx(0.25, rel=1e-12)
+    assert _auto_alpha(4.0, 1.0, 99, 100, None) == pytest.approx(0.25, rel=1e-12)
+    # nu = 0.2: 0.2 / nu = 1 for two classes (0.5 for more)
+    assert _auto_alpha(2.0, 1.0, 99, 100, 2) == 1.0
+    # nu = 2: the squared term (0.35 / 2)² = 0.030625 rules for any number of classes
+    assert _auto_alpha(10.0, 2.0, 99, 100, 2) == pytest.approx(0.030625, rel=1e-12)
+    # two classes: the terms meet at nu = 0.35² / 0.2 = 0.6125
+    nu = 0.35 ** 2 / 0.2
+    assert _auto_alpha(nu * 10, 1.0, 99, 100, 2) == pytest.approx(0.2 / nu, rel=1e-12)
+
+
+def test_plan_reads_the_number_of_classes():
+    kw = dict(private_features=np.arange(4, 44), label_public=True, epsilon=0.3, epochs=1,
+              hidden_layer_sizes=(8,), device="cpu")
+    clf = MLPFeatureDP(**kw)
+    plan = clf.privacy_plan(600, 44)
+    nu = plan.noise_multiplier * math.sqrt(45) / plan.schedule.batch_size
+    assert 0.35 ** 2 / 0.1 > nu > 0.2  # between the terms' meeting points, below 1
+    assert plan.details["alpha"] == pytest.approx(0.1 / nu, rel=1e-12)
+    assert clf.privacy_plan(600, 44, n_classes=2).details["alpha"] == pytest.approx(
+        min(1.0, 0.2 / nu), rel=1e-12)
+    assert clf.privacy_plan(600, 44, n_classes=5).details["alpha"] == plan.details["alpha"]
+    # classes set: their number
+    assert MLPFeatureDP(**kw, classes=[0, 1]).privacy_plan(600, 44).details["alpha"] == (
+        clf.privacy_plan(600, 44, n_classes=2).details["alpha"])
+    # fit passes the classes it found: 3 classes take the multi-class constant
+    X, y = _data(0, 600)
+    y3 = np.where(X[:, 0] > 0.1, 2, y)
+    fitted = MLPFeatureDP(**kw, random_state=0).fit(X, y3)
+    assert fitted.alpha_ == pytest.approx(min(1.0, 0.1 / _nu(fitted),
+                                              (0.35 / _nu(fitted)) ** 2), rel=1e-12)
+
+
 @pytest.mark.parametrize("epsilon", [0.1, 8.0])
 def test_fitted_alpha_and_pretraining_are_the_documented_rules(epsilon):
     X, y = _data(0, 600)
@@ -69,7 +110,8 @@ def test_fitted_alpha_and_pretraining_are_the_documented_rules(epsilon):
                        epsilon=epsilon, epochs=1, hidden_layer_sizes=(8,), device="cpu",
                        random_state=0).fit(X, y)
     nu = _nu(clf)
-    assert clf.alpha_ == pytest.approx(min(1.0, 0.1 / nu, (0.35 / nu) ** 2), rel=1e-12)
+    # two classes: c = 0.2 (0.1 until issue 20's third round)
+    assert clf.alpha_ == pytest.approx(min(1.0, 0.2 / nu, (0.35 / nu) ** 2), rel=1e-12)
     assert clf.alpha_ == clf.privacy_plan_.details["alpha"]
     assert clf.public_steps_ == 500
     if epsilon == 8.0:
