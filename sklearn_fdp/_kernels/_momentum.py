@@ -43,7 +43,7 @@ import numpy as np
 from numba import njit
 
 from ._linear import _clip_target, _clipped_residual_row
-from ._sparse import _prefetch_ahead
+from ._sparse import _lagging, _prefetch_ahead
 
 # A Cholesky pivot below this fraction of its diagonal entry is a zero
 # (rank-deficient Σ: a lag of one or two steps has fewer noises than states).
@@ -309,14 +309,8 @@ def lazy_momentum_steps(indptr, indices, data, batches, batch_ptr, y, S, k, dim,
                 at[1], at[2] = s, ii
                 return used
             _prefetch_ahead(indptr, indices, data, S, idx, ii)
-            if stop - start > pending.shape[0]:
-                pending = np.empty(2 * (stop - start), dtype=np.intp)
-            n_pending = 0
-            for p in range(start, stop):  # branch-free: the coordinates behind t
-                j = indices[p]
-                pending[n_pending] = j
-                n_pending += S[j, last] != t  # a float holding an integer step
-            for q in range(n_pending):
+            pending, n_pending = _lagging(indices, start, stop, S, last, t, pending)
+            for q in range(n_pending):  # the coordinates behind t
                 used = _catch_up_m(S, pending[q], k, dim, t, Phi, F, rank, normals, used)
             if k == 1:  # binary: scalar decision value, kept in a register
                 z0 = intercept[0] if intercept.shape[0] else 0.0
