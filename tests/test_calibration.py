@@ -291,3 +291,91 @@ def test_predicted_search_only_where_the_rule_runs_a_third_pass():
     assert accounting._calibrate_pld_predicted(
         lambda s: pytest.fail("the rule is not evaluated"), make_event, 1.0, 1e-5,
         "add_remove", start, slope, 1e-4) is None
+
+
+# -- the lean Chernoff bounds change the cost of a PLD pass, not its answer ---
+
+def _plain_pld(event, delta, neighboring, interval):
+    """dp-accounting's PLD ε with scipy's own logsumexp (no proxy)."""
+    from dp_accounting.pld import pld_privacy_accountant
+
+    acc = pld_privacy_accountant.PLDAccountant(accounting._relation(neighboring),
+                                               value_discretization_interval=interval)
+    acc.compose(event)
+    return float(acc.get_epsilon(delta))
+
+
+# The benchmark's slowest settings (Adult and Purchase-like at few steps and
+# large ε), small ε (a fine grid), many steps, one full batch, a (0, δ)-DP
+# corner, replace-one and a composition with a Gaussian release.
+LEAN_POINTS = [
+    (0.5524, 0.0461, 22, 0.01, "add_remove"), (0.5524, 0.0461, 22, 0.005, "add_remove"),
+    (1.6209, 0.0461, 218, 0.00390625, "add_remove"), (14.03, 0.128, 12, 6.1035e-05, "add_remove"),
+    (3.81, 0.01, 10_000, 1e-3, "add_remove"), (0.6, 1.0, 1, 1e-3, "add_remove"),
+    (100.0, 0.001, 3000, 1e-5, "add_remove"), (5.0, 1e-5, 1, 1e-2, "add_remove"),
+    (2.0, 0.05, 500, 2e-3, "replace"),
+]
+
+
+@pytest.mark.parametrize("sigma, q, steps, interval, neighboring", LEAN_POINTS, ids=str)
+def test_lean_chernoff_bounds_give_the_same_pld_bit_for_bit(sigma, q, steps, interval,
+                                                             neighboring):
+    event = accounting.compose_events(accounting.gaussian_event(40.0),
+                                      accounting.dpsgd_event(sigma, q, steps))
+    for ev in (accounting.dpsgd_event(sigma, q, steps), event):
+        accounting.clear_calibration_cache(disk=False)
+        lean, _ = accounting._pld_raw(ev, 1e-5, neighboring, interval)
+        assert repr(lean) == repr(_plain_pld(ev, 1e-5, neighboring, interval))
+
+
+def test_lean_logsumexp_matches_scipy_and_defers_the_rest():
+    import numpy as np
+    from scipy import special
+
+    lean = accounting._LeanSpecial(special)
+    rng = np.random.default_rng(0)
+    for n, order in [(1, 0.3), (65, -0.25), (7000, 1e-3), (7000, -2e-3)]:
+        probs = rng.dirichlet(np.ones(n))
+        probs[: n // 3] = 0.0  # empty bins, as a PLD has
+        a = np.arange(n) * order
+        assert lean.logsumexp(a, b=probs) == pytest.approx(
+            special.logsumexp(a, b=probs), rel=1e-14, abs=1e-14)
+    assert lean.logsumexp(np.arange(3.0), b=np.zeros(3)) == -np.inf  # no mass: as scipy
+    # Every other call is scipy's own.
+    x = np.array([[0.0, 1.0], [2.0, 3.0]])
+    np.testing.assert_array_equal(lean.logsumexp(x, axis=1), special.logsumexp(x, axis=1))
+    assert lean.ndtr is special.ndtr
+
+
+def test_lean_chernoff_bounds_restore_scipy_even_on_error():
+    import threading
+
+    from dp_accounting.pld import common
+    from scipy import special
+
+    with pytest.raises(RuntimeError, match="inside"):
+        with accounting._lean_chernoff_bounds():
+            with accounting._lean_chernoff_bounds():  # re-entrant
+                assert isinstance(common.special, accounting._LeanSpecial)
+            assert isinstance(common.special, accounting._LeanSpecial)
+            raise RuntimeError("inside")
+    assert common.special is special
+
+    # Threads entering and leaving in any order leave scipy's module behind.
+    errors = []
+
+    def work(sigma):
+        try:
+            for interval in (1e-2, 5e-3):
+                accounting._pld_raw(accounting.dpsgd_event(sigma, 0.05, 50), 1e-5,
+                                    "add_remove", interval)
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(1.0 + i / 7,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert common.special is special
