@@ -38,6 +38,10 @@ dp-accounting pitfalls handled here (release 0.6.0):
   resolved to 0.1 %; every answer is dp-accounting's pessimistic PLD, an upper
   bound), and below δ = 1e-12, where its truncated mass (about 1e-15) decides
   the answer, RDP answers instead. No reported ε is 0.
+* Since scipy 1.15 the ``logsumexp`` behind the PLD composition's Chernoff
+  truncation bounds spends most of a small PLD pass in array-API dispatch;
+  during a pass dp-accounting sees a lean equivalent (``_LeanSpecial``; the
+  bounds are integers, so the PLD is the same bit for bit).
 
 Calibration (issue 18) starts from the CLT estimate of σ, searches by secant
 steps at one fixed PLD discretisation (RDP: on a few of its orders), and
