@@ -81,7 +81,7 @@ DEFAULT_RULE = "min(0.02 / nu, (0.05 / nu)^2) (default)"
 
 
 def scenarios():
-    X, y, _, _ = load_adult(return_X_y=True)  # adult.data only
+    X, y = load_adult(return_X_y=True, split="train")  # adult.data only
     pre = make_adult_preprocessor().fit(X)
     cols = [str(c) for c in pre.get_feature_names_out()]
     Z = pd.DataFrame(pre.transform(X), columns=cols)
