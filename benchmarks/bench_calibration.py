@@ -184,7 +184,10 @@ def _markdown(rows, meta):
     lines = [
         "# Noise calibration: CPU time, cold and warm (issue 18)",
         "",
-        f"`python benchmarks/bench_calibration.py` on {meta['machine']}, Python "
+        f"`python benchmarks/bench_calibration.py` on {meta['machine']}"
+        + (f" ({meta['date']}; load average, 1 min, {meta['load_start']:.2f} at the start, "
+           f"{meta['load_end']:.2f} at the end)" if "date" in meta else "")
+        + f", Python "
         f"{meta['python']}, dp-accounting {meta['dp_accounting']}; δ = {DELTA:g}; default batch "
         "rule; the accountant `accountant=\"auto\"` picks (PLD up to ε = 10, RDP above). CPU "
         "seconds (`time.process_time`) of one `calibrate_noise_multiplier` call: **cold** = "
@@ -226,8 +229,10 @@ def main():
     import dp_accounting  # noqa: F401
     from importlib import metadata
 
+    load_start, date = os.getloadavg()[0], time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     rows = run(args.quick, args.skip_old)
-    meta = dict(machine=platform.machine() + " " + platform.processor(),
+    meta = dict(date=date, load_start=load_start, load_end=os.getloadavg()[0],
+                machine=platform.machine() + " " + platform.processor(),
                 python=platform.python_version(),
                 dp_accounting=metadata.version("dp-accounting"), delta=DELTA,
                 quick=args.quick, **library_fingerprint())
