@@ -340,7 +340,10 @@ _PLD_RAW_CACHE = {}
 # same sum without the dispatch (a 1-D ``a`` with weights ``b``; anything else
 # is scipy's). The bounds it feeds are integers (a ceil / floor of each
 # order's bound), so the PLD and its ε are those of scipy's logsumexp: the
-# tests compare them bit for bit over the calibration grid and extremes.
+# tests compare them bit for bit on the slowest calibration settings and on
+# extremes (and benchmarks/bench_calibration.py's 135 settings kept every σ).
+# Another thread calling dp-accounting's PLD code directly during a pass gets
+# the same sums through the proxy.
 class _LeanSpecial:
     """``scipy.special`` with the weighted 1-D ``logsumexp`` of the Chernoff bounds inlined."""
 
