@@ -216,6 +216,11 @@ def markdown(saved):
            "of the paired 95 % t-interval over seeds; validation splits only (no test set). "
            "Mean α in brackets. Last columns: the DP MLP's and the public-only "
            "LogisticRegression's accuracy (mean).", "",
+           "\"(default)\" names the library's rule when this study ran. Since issue 20's third "
+           "round it is the default for several classes only; with two classes "
+           "`alpha=\"auto\"` is min(1, 0.2 / nu, (0.35 / nu)²) (the column "
+           "\"500 steps, min(0.2 / nu, (0.35 / nu)^2)\" here; "
+           "`benchmarks/results/defaults_rules.md`).", "",
            "| scenario | ε | nu | " + " | ".join(rules) + f" | {DP} | {PUBLIC_LR} |",
            "|---|---|---|" + "---|" * (len(rules) + 2)]
     for sc, eps in cells:
