@@ -35,6 +35,12 @@ Writes ``benchmarks/results/audit.json`` and ``benchmarks/results/audit.md``
 (``--quick``: a smoke run with 100 runs and 200 canaries, written to
 ``audit_quick.*``). Run with ``nice -n 10``; about 10 minutes on a 2-core
 machine.
+
+Results (in ``benchmarks/results/``): ``audit.json``, ``audit.md``.
+Quoted in (the sections whose figures come from these files):
+
+* docs/results.md § "Empirical privacy audits"
+* docs/audits.md § "Results"
 """
 
 import argparse

@@ -21,6 +21,12 @@ use -- Adult (30,162 training rows), Purchase-like (20,000) and MNIST-8k
 CPU time is ``time.process_time`` (this process, all threads). Writes
 ``benchmarks/results/calibration.json`` and ``calibration.md``. ``--quick``
 runs a handful of rows.
+
+Results (in ``benchmarks/results/``): ``calibration.json``, ``calibration.md``.
+Quoted in (the sections whose figures come from these files):
+
+* docs/results.md § "Speed of the whole `fit`, warm and cold"
+* docs/user_guide.md § "3. Accounting"
 """
 
 import argparse

@@ -84,7 +84,7 @@ _AUTO_CLIP_ALG1 = 0.5
 # label_public=True: the cap 4 of the rule (tuned for DP-SGD, clip 1) times this.
 _AUTO_LR_CAP_ALG1 = 4.0
 # Chosen in issue 20 (the defaults benchmark's FDP ≥ DP-SGD check failed on
-# Adult at ε = 1, test split) by benchmarks/bench_fdp_lr.py among cap factors
+# Adult at ε = 1, test split) by benchmarks/studies/bench_fdp_lr.py among cap factors
 # {1, 2, 4}, on validation splits only (70/30 of adult.data, never adult.test;
 # Purchase-like data of another seed than the benchmarks'). On Adult, FDP sat
 # at the cap 4 at every ε: Algorithm 1 starts from the public-only model and
@@ -127,7 +127,7 @@ def _auto_alpha(noise_std, batch_size, n_rows):
     classes. Every quantity is public (σ, C, B, d): α costs no privacy.
 
     Chosen in issue 20 ("FDP never below public-only") by
-    ``benchmarks/bench_fdp_alpha.py`` on validation splits only (30 % of
+    ``benchmarks/studies/bench_fdp_alpha.py`` on validation splits only (30 % of
     adult.data, never adult.test; Purchase-like samples of another seed than
     the benchmarks' test data): ``c / nu`` for c in {0.05 (the rule until
     then), 0.02, 0.01}, ``(0.05 / nu)²`` and the combination, on Adult with
@@ -364,7 +364,7 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         batch ``B``; ``cap = 4 k^0.3`` (DP-SGD's rule), and 16 for
         ``method="alg1"`` with two classes and ``label_public=True``, where
         Algorithm 1 sat at the cap 4 on Adult and the larger one gained on
-        validation splits (issue 20; ``benchmarks/bench_fdp_lr.py``, see
+        validation splits (issue 20; ``benchmarks/studies/bench_fdp_lr.py``, see
         ``_AUTO_LR_CAP_ALG1``). ``learning_rate_`` records the value used.
     [[lr_schedule]]
     momentum : float, default=0.9

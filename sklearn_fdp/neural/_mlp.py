@@ -117,7 +117,7 @@ def _auto_alpha(noise_multiplier, max_grad_norm, n_features, batch_size, n_class
     instead of drifting to one class; the squared term takes over once
     ``nu > 1.225`` (very small ε or small n) and shrinks α faster.
 
-    Chosen in issue 20 by ``benchmarks/bench_mlp_alpha.py`` on validation
+    Chosen in issue 20 by ``benchmarks/studies/bench_mlp_alpha.py`` on validation
     splits only (30 % of adult.data, never adult.test, on all 22,792
     training rows and on 750; Purchase-like data of another seed than the
     benchmarks' test data), at ε in {0.03, 0.1, 1}: among α = 1 without
@@ -279,7 +279,7 @@ alpha : float or "auto", default="auto"
     noise; 1 when the label is private (``ℓ_pub`` then knows no label to
     fall back on). A rule of public quantities only, chosen on
     validation splits of adult.data and Purchase-like data (user guide,
-    "Never below the public-only model"; ``benchmarks/bench_mlp_alpha.py``).
+    "Never below the public-only model"; ``benchmarks/studies/bench_mlp_alpha.py``).
     ``alpha_`` records the value used. Until issue 20 the default was 1.""",
     "public_batch_size": """\
 public_batch_size : int or "auto", default="auto"

@@ -2,11 +2,11 @@
 
 ``alpha="auto"`` is ``min(1, c / nu, (0.35 / nu)²)`` with
 ``nu = σ C sqrt(d + 1) / B`` and ``c`` = 0.2 for two classes, 0.1 otherwise
-(issue 20, third round: ``benchmarks/bench_defaults_rules.py``) when the label
+(issue 20, third round: ``benchmarks/studies/bench_defaults_rules.py``) when the label
 is public (1 otherwise);
 ``public_epochs="auto"`` is 500 noise-free steps on ``ℓ_pub`` when the label
 and some columns are public (none otherwise). Both read public quantities
-only and were chosen by ``benchmarks/bench_mlp_alpha.py`` on validation
+only and were chosen by ``benchmarks/studies/bench_mlp_alpha.py`` on validation
 splits.
 """
 
