@@ -153,8 +153,7 @@ def test_only_outofcore_asks_what_kind_of_array_x_is(name):
 _LAYERS = [
     ("consumers", ("sklearn_fdp._search", "sklearn_fdp._report", "sklearn_fdp.pipeline",
                    "sklearn_fdp.cli", "sklearn_fdp.model_selection")),
-    ("estimators", ("sklearn_fdp.linear", "sklearn_fdp.neural", "sklearn_fdp._preprocessing",
-                    "sklearn_fdp.preprocessing")),
+    ("estimators", ("sklearn_fdp.linear", "sklearn_fdp.neural", "sklearn_fdp.preprocessing")),
     ("mechanisms", ("sklearn_fdp._mechanisms",)),
     ("engine", ("sklearn_fdp._engine",)),
     ("kernels", ("sklearn_fdp._kernels",)),

@@ -707,24 +707,53 @@ def test_cli_model_is_the_plain_fit_of_its_pipeline(data):
 
 
 def test_model_file_naming_the_functions_in_the_cli_module_still_loads(data, capsys):
-    """Issue 20 moved _as_strings/_scale_constant to sklearn_fdp._tabular; files written
-    before name them in sklearn_fdp.cli, where they are still found and trusted."""
+    """Issue 20 moved _as_strings/_scale_constant to sklearn_fdp._tabular (issue 33: to
+    sklearn_fdp.preprocessing._tabular); files written before name them in sklearn_fdp.cli,
+    where they are still found and trusted."""
     import zipfile
 
     tmp, train, test = data
     new = tmp / "new.skops"
     assert _train(train, new) == 0
     types = sio.get_untrusted_types(file=str(new))
-    assert {"sklearn_fdp._tabular._as_strings", "sklearn_fdp._tabular._scale_constant"} <= set(
-        types)
+    assert {"sklearn_fdp.preprocessing._tabular._as_strings",
+            "sklearn_fdp.preprocessing._tabular._scale_constant"} <= set(types)
     old = tmp / "old.skops"
     with zipfile.ZipFile(new) as src, zipfile.ZipFile(old, "w") as dst:
         for item in src.infolist():
             data_ = src.read(item.filename)
             if item.filename == "schema.json":
-                data_ = data_.replace(b"sklearn_fdp._tabular", b"sklearn_fdp.cli")
+                data_ = data_.replace(b"sklearn_fdp.preprocessing._tabular", b"sklearn_fdp.cli")
             dst.writestr(item, data_)
     assert "sklearn_fdp.cli._as_strings" in sio.get_untrusted_types(file=str(old))
+    capsys.readouterr()
+    assert main(["evaluate", str(old), test, "--target", "y", "--json"]) == 0
+    from_old = json.loads(capsys.readouterr().out)
+    assert main(["evaluate", str(new), test, "--target", "y", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == from_old
+
+
+def test_model_file_naming_the_modules_before_the_preprocessing_package_still_loads(data,
+                                                                                     capsys):
+    """Issue 33 moved _tabular.py and _bounded.py into sklearn_fdp/preprocessing/; files
+    written before name sklearn_fdp._tabular and sklearn_fdp._bounded, read as the new ones."""
+    import zipfile
+
+    tmp, train, test = data
+    new = tmp / "new.skops"
+    assert _train(train, new) == 0
+    old = tmp / "old.skops"
+    with zipfile.ZipFile(new) as src, zipfile.ZipFile(old, "w") as dst:
+        for item in src.infolist():
+            data_ = src.read(item.filename)
+            if item.filename == "schema.json":
+                data_ = data_.replace(b'"sklearn_fdp.preprocessing._tabular"',
+                                      b'"sklearn_fdp._tabular"')
+                data_ = data_.replace(b'"sklearn_fdp.preprocessing._bounded"',
+                                      b'"sklearn_fdp._bounded"')
+            dst.writestr(item, data_)
+    assert {"sklearn_fdp._tabular._as_strings", "sklearn_fdp._bounded.BoundedScaler"} <= set(
+        sio.get_untrusted_types(file=str(old)))
     capsys.readouterr()
     assert main(["evaluate", str(old), test, "--target", "y", "--json"]) == 0
     from_old = json.loads(capsys.readouterr().out)

@@ -1,9 +1,36 @@
 """Preprocessing: private (PrivateMeanCenterer) and data-independent (BoundedScaler,
-make_tabular_preprocessor from a declared schema)."""
+make_tabular_preprocessor from a declared schema).
 
-from ._bounded import BoundedScaler
-from ._preprocessing import PrivateMeanCenterer
-from ._tabular import RowNormBounds, make_tabular_preprocessor, propose_schema, row_norm_bounds
+One module per job: ``_centerer.py`` (:class:`PrivateMeanCenterer`, a private
+estimator: its mean is a Gaussian release), ``_bounded.py`` (:class:`BoundedScaler`,
+fixed bounds, data-independent) and ``_tabular.py`` (the schema preprocessor and
+its row-norm bounds). Each name is imported on first use, so that the command line
+(which loads ``_tabular``'s two functions to read its model files) does not pay for
+scikit-learn's estimators or the accounting.
+"""
+
+import importlib
+
+_LAZY = {
+    "BoundedScaler": "._bounded",
+    "PrivateMeanCenterer": "._centerer",
+    "RowNormBounds": "._tabular",
+    "make_tabular_preprocessor": "._tabular",
+    "propose_schema": "._tabular",
+    "row_norm_bounds": "._tabular",
+}
 
 __all__ = ["BoundedScaler", "PrivateMeanCenterer", "RowNormBounds", "make_tabular_preprocessor",
            "propose_schema", "row_norm_bounds"]
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value  # later look-ups skip __getattr__
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

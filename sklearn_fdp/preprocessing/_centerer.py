@@ -14,13 +14,13 @@ import numpy as np
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from . import accounting
-from ._docs import fill_doc
-from ._mechanisms.gaussian_mean import gaussian_mean, scale_rows
-from ._outofcore import as_row_source, should_stream, validate_row_source
-from ._plan import record_plan
-from ._random import NOISE_OPTIONS, spawn_generators
-from ._validation import (
+from .. import accounting
+from .._docs import fill_doc
+from .._mechanisms.gaussian_mean import gaussian_mean, scale_rows
+from .._outofcore import as_row_source, should_stream, validate_row_source
+from .._plan import record_plan
+from .._random import NOISE_OPTIONS, spawn_generators
+from .._validation import (
     DELTA_CONSTRAINT,
     Interval,
     StrOptions,
@@ -34,8 +34,8 @@ from ._validation import (
 if TYPE_CHECKING:  # annotations only
     from typing import Literal, Self
 
-    from ._plan import PrivacyPlan
-    from ._typing import ArrayLike, MatrixLike, RandomStateLike
+    from .._plan import PrivacyPlan
+    from .._typing import ArrayLike, MatrixLike, RandomStateLike
 
 __all__ = ["PrivateMeanCenterer"]
 
@@ -305,7 +305,7 @@ class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
         like ``validate_data`` checks them, and written into the output:
         the output is the only array of ``X``'s size.
         """
-        from ._validation import _assert_all_finite, _check_feature_names, _check_n_features
+        from .._validation import _assert_all_finite, _check_feature_names, _check_n_features
 
         name = type(self).__name__
         _check_feature_names(self, X, reset=False)
