@@ -82,6 +82,11 @@ _MOVED_MODULES = {
     "sklearn_fdp._bounded": "sklearn_fdp.preprocessing._bounded",
     "sklearn_fdp._preprocessing": "sklearn_fdp.preprocessing._centerer",
 }
+# Classes that moved out of a module that still exists (issue 33: the MLP split).
+_MOVED_CLASSES = {
+    ("sklearn_fdp.neural._mlp", "MLPFeatureDP"): "sklearn_fdp.neural._mlp_classifier",
+    ("sklearn_fdp.neural._mlp", "MLPFeatureDPRegressor"): "sklearn_fdp.neural._mlp_regressor",
+}
 # Written by releases before BoundedScaler scaled the numeric columns (issue 17).
 _OLD_CLI_FUNCTIONS = (f"{__name__}._scale_columns",)
 
@@ -747,7 +752,8 @@ def _trusted(name):
 
 
 def _renamed_moved_modules(path):
-    """The bytes of the model file at ``path``, its moved modules renamed (``_MOVED_MODULES``)."""
+    """The bytes of the model file at ``path``, with what moved since it was written renamed
+    (``_MOVED_MODULES``, ``_MOVED_CLASSES``)."""
     import io
     import json
     import zipfile
@@ -763,9 +769,12 @@ def _renamed_moved_modules(path):
 
     def rename(node):
         if isinstance(node, dict):
-            if node.get("__module__") in _MOVED_MODULES:
-                node["__module__"] = _MOVED_MODULES[node["__module__"]]
-                moved.append(node["__module__"])
+            module = node.get("__module__")
+            target = _MOVED_CLASSES.get((module, node.get("__class__")),
+                                        _MOVED_MODULES.get(module))
+            if target is not None:
+                node["__module__"] = target
+                moved.append(target)
             for value in node.values():
                 rename(value)
         elif isinstance(node, list):

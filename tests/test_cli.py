@@ -521,6 +521,29 @@ def test_mlp_model_file_loads_with_plain_skops(data):
     np.testing.assert_array_equal(plain.predict_proba(X), _load(str(out)).predict_proba(X))
 
 
+def test_mlp_model_file_written_before_the_mlp_split_loads(data):
+    """Issue 33 moved MLPFeatureDP from neural/_mlp.py to neural/_mlp_classifier.py; a file
+    naming the old module predicts as the new one."""
+    import zipfile
+
+    pytest.importorskip("torch")
+    tmp, train, test = data
+    new = tmp / "mlp.skops"
+    assert _train(train, new, model="fdp-mlp") == 0
+    old = tmp / "mlp_old.skops"
+    with zipfile.ZipFile(new) as src, zipfile.ZipFile(old, "w") as dst:
+        for item in src.infolist():
+            data_ = src.read(item.filename)
+            if item.filename == "schema.json":
+                data_ = data_.replace(b'"sklearn_fdp.neural._mlp_classifier"',
+                                      b'"sklearn_fdp.neural._mlp"')
+            dst.writestr(item, data_)
+    assert "sklearn_fdp.neural._mlp.MLPFeatureDP" in sio.get_untrusted_types(file=str(old))
+    X = pd.read_csv(test).drop(columns=["y"])
+    np.testing.assert_array_equal(_load(str(old)).predict_proba(X),
+                                  _load(str(new)).predict_proba(X))
+
+
 @pytest.mark.parametrize("extra", [["--epsilon", "1e-6"], ["--delta", "1e-300"]])
 def test_train_at_tiny_epsilon_or_delta(data, capsys, extra):
     # Issue 22 item 2: a bare "brentq ... did not bracket a solution" came out.
@@ -735,8 +758,9 @@ def test_model_file_naming_the_functions_in_the_cli_module_still_loads(data, cap
 
 def test_model_file_naming_the_modules_before_the_preprocessing_package_still_loads(data,
                                                                                      capsys):
-    """Issue 33 moved _tabular.py and _bounded.py into sklearn_fdp/preprocessing/; files
-    written before name sklearn_fdp._tabular and sklearn_fdp._bounded, read as the new ones."""
+    """Issue 33 moved _tabular.py and _bounded.py into sklearn_fdp/preprocessing/ and
+    MLPFeatureDP out of neural/_mlp.py; files written before name the old modules, read as
+    the new ones."""
     import zipfile
 
     tmp, train, test = data
