@@ -179,3 +179,59 @@ def test_layers_import_only_downwards():
                 upward.append(f"{module} ({_LAYERS[mine][0]}) imports {target} "
                               f"({_LAYERS[theirs][0]})")
     assert upward == [], upward
+
+
+# -- docs/architecture.md's picture is the tree ---------------------------------------------
+
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
+
+
+def _tree_block():
+    """The ``sklearn_fdp/`` code block of docs/architecture.md: ``{folder: {module names}}``
+    ("" for the top level; ``#`` starts a remark)."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    block = text.split("```\nsklearn_fdp/\n", 1)[1].split("```", 1)[0]
+    tree, folder = {}, ""
+    for line in block.splitlines():
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        if not line.startswith("   "):  # a new entry: a folder, or top-level modules
+            folder = ""
+        if all(word.endswith("/") for word in words):  # folders named as such (audit/)
+            tree.setdefault("", set()).update(word.rstrip("/") for word in words)
+            continue
+        for word in words:
+            if word.endswith("/") and word[:-1].isidentifier() and word is words[0]:
+                folder = word[:-1]
+                tree.setdefault(folder, set())
+                continue
+            tree.setdefault(folder, set()).add(word.removesuffix(".py").rstrip("/"))
+    return tree
+
+
+def test_architecture_tree_names_every_module_and_only_those():
+    """Every module of the package is in the page's tree, and everything in the tree is a
+    module (or, for ``audit/`` and ``datasets/``, a folder) of the package."""
+    tree = _tree_block()
+    on_disk = {}
+    for path in PACKAGE.rglob("*.py"):
+        rel = path.relative_to(PACKAGE)
+        if rel.parts[0] in ("audit", "datasets"):
+            continue
+        if len(rel.parts) <= 2:
+            on_disk.setdefault(rel.parts[0] if len(rel.parts) == 2 else "", set()).add(path.stem)
+    on_disk[""] |= {"audit", "datasets"}
+    assert {f: sorted(m) for f, m in tree.items()} == {f: sorted(m) for f, m in on_disk.items()}
+
+
+_SPAN = __import__("re").compile(r"`([\w/.]+(?:\.py|/))`")
+
+
+def test_every_module_the_architecture_page_names_exists():
+    missing = []
+    for span in _SPAN.findall(ARCHITECTURE.read_text(encoding="utf-8")):
+        root = PACKAGE.parent if span.split("/")[0] in ("tests", "docs", "benchmarks") else PACKAGE
+        if not (root / span.rstrip("/")).exists():
+            missing.append(span)
+    assert missing == [], missing

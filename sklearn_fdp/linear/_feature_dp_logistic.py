@@ -19,12 +19,6 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import accounting
-from .._budget import (
-    calibrate_dpsgd,
-    check_budget_params,
-    dpsgd_schedule,
-    resolve_public_batch_size,
-)
 from .._docs import fill_doc
 from .._engine import LinearGradientOracle, LinearLoss, run_dp_sgd, split_theta
 from .._mechanisms.fdp import (
@@ -41,11 +35,10 @@ from .._mechanisms.label_statistic import (
     minimise_label_free_objective,
     release_label_statistic,
 )
-from .._plan import DPSGDSchedule, feature_plan
+from .._plan import DPSGDSchedule
 from .._progress import progress_reporter
-from .._random import spawn_generators
-from .._validation import Interval, StrOptions, _fit_context, atomic_fit, check_delta_vs_n
-from ..features import check_label_in_spec, resolve_feature_spec, spec_feature_names
+from .._validation import Interval, StrOptions, _fit_context, atomic_fit
+from ..features import check_label_in_spec
 from ._base import (
     _INIT,
     _NOISE,
@@ -58,11 +51,11 @@ from ._base import (
     resolve_learning_rate,
     validate_linear_data,
 )
+from ._feature_dp_sgd import FeatureDPSGD
 
 if TYPE_CHECKING:  # annotations only
     from typing import Literal, Self
 
-    from .._plan import PrivacyPlan
     from .._typing import ArrayLike, FeatureSpec, MatrixLike, RandomStateLike
 
 METHODS = ("auto", "alg1", "dpsgd", "sufficient_statistic")
@@ -269,7 +262,7 @@ _AUTO_CLIP = {"alg1": _AUTO_CLIP_ALG1, "dpsgd": 1.0, "sufficient_statistic": 1.0
 
 
 @fill_doc
-class FeatureDPLogisticRegression(BaseDPLinearClassifier):
+class FeatureDPLogisticRegression(FeatureDPSGD, BaseDPLinearClassifier):
     """Logistic regression with feature differential privacy (FDP Algorithm 1).
 
     Some columns of ``X`` (and optionally the label) are public: they may
@@ -599,18 +592,12 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         """
         check_label_in_spec(self, X, y)
         X, classes, y_index = validate_linear_data(self, X, y)
-        n_samples, n_features = X.shape
+        n_features = X.shape[1]
         name = type(self).__name__
-        check_delta_vs_n(self.delta, n_samples, name)
-        names = spec_feature_names(self, n_features, feature_names)
-        plan = self.privacy_plan(n_samples, n_features, feature_names=names)
-        method, public_mask = plan.details["method"], plan.details["public_mask"]
+        names, plan, gens = self._plan_feature_fit(X, feature_names)
         loss = LinearLoss("log_loss", n_outputs_of(classes))
-        # noise="secure": the batch coins and the noise come from the OS CSPRNG
-        # (Algorithm 1's private padding too: alg1_oracles decides that).
-        gens = spawn_generators(self.random_state, 4, noise=self.noise,
-                                private_streams=(_SAMPLE, _NOISE))
-        run = _METHOD_RUNS[method](self, X, loss.encode(y_index), loss, plan, gens)
+        run = _METHOD_RUNS[plan.details["method"]](self, X, loss.encode(y_index), loss, plan,
+                                                   gens)
         # A check of the released (DP) parameters only: post-processing, free.
         if not np.all(np.isfinite(run.theta)):
             raise ValueError(
@@ -625,77 +612,23 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         # n_iter_: the L-BFGS iterations for the statistic, else the steps.
         self._store_linear(*split_theta(theta, self.fit_intercept, X.dtype), classes, plan,
                            run.learning_rate, n_iter=run.n_iter)
-        self.method_ = method
-        self.feature_names_ = names
-        self.public_mask_ = public_mask
-        self.public_features_ = np.flatnonzero(public_mask)
-        self.private_features_ = np.flatnonzero(~public_mask)
-        self.label_public_ = bool(self.label_public)
-        self.public_batch_size_ = plan.details["public_batch_size"]
-        self.public_scale_ = run.public_scale
-        self.alpha_ = run.alpha
-        self.max_grad_norm_ = run.max_grad_norm
+        self._store_feature_split(names, plan, run)
         self.l2_regularization_ = run.l2_regularization
         return self
 
-    def privacy_plan(self, n_samples: int, n_features: int, *,
-                     feature_names: ArrayLike | None = None) -> PrivacyPlan:
-        """What a fit on ``n_samples`` × ``n_features`` data spends and protects.
+    _AUTO_CLIP = _AUTO_CLIP
+    _LABEL_FREE_PRETRAINING = (
+        "with a private label the public loss is label-free (its gradient x pᵀ pushes every "
+        "score down) and pretraining on it alone has no minimiser.")
 
-        Computed from public quantities only (the shape, the column names
-        and the parameters); ``fit`` runs with the σ it holds and stores it
-        as ``privacy_plan_``. It protects the private columns (and the
-        label unless ``label_public``); its ``details`` hold the resolved
-        ``method``, ``public_mask``, ``max_grad_norm`` (for
-        ``"sufficient_statistic"`` the fit may clip lower, see
-        ``max_grad_norm_``) and ``public_batch_size``.
+    def _resolve_method(self, public_mask):
+        return _resolve_method(self, public_mask)
 
-        Parameters
-        ----------
-        n_samples : int
-            Number of training rows.
-        n_features : int
-            Number of input columns.
-        feature_names : array-like of str or None, default=None
-            Column names, to resolve names in ``public_features`` /
-            ``private_features`` and to name the protected columns (else
-            ``"x<i>"``).
-
-        Returns
-        -------
-        plan : PrivacyPlan
-        """
-        check_budget_params(self)
-        name = type(self).__name__
-        if self.public_epochs != "auto" and self.public_epochs > 0 and not self.label_public:
-            raise ValueError(
-                f"public_epochs={self.public_epochs!r} of {name} needs "
-                "label_public=True: with a private label the public loss is label-free "
-                "(its gradient x pᵀ pushes every score down) and pretraining on it "
-                "alone has no minimiser. Set public_epochs=0 or label_public=True."
-            )
-        sgd = dpsgd_schedule(self, n_samples)  # checks batch_size for every method
-        public_mask = resolve_feature_spec(self.public_features, self.private_features,
-                                           n_features, feature_names, name,
-                                           label_public=self.label_public)
-        method = _resolve_method(self, public_mask)
-        details = dict(
-            method=method, public_mask=public_mask,
-            max_grad_norm=(_AUTO_CLIP[method] if self.max_grad_norm == "auto"
-                           else float(self.max_grad_norm)),
-            public_batch_size=resolve_public_batch_size(self, sgd.batch_size, n_samples),
-        )
+    def _plan_schedule(self, method, sgd, n_samples):
         # The label statistic is one Gaussian release: a DP-SGD step at rate 1.
-        schedule = (DPSGDSchedule(batch_size=n_samples, sampling_rate=1.0, steps=1)
-                    if method == "sufficient_statistic" else sgd)
-        sigma, event, spent, accountant = calibrate_dpsgd(self, schedule.sampling_rate,
-                                                          schedule.steps)
-        private = np.flatnonzero(~public_mask)
-        protected = ([f"x{int(i)}" for i in private] if feature_names is None
-                     else [str(feature_names[int(i)]) for i in private])
-        return feature_plan(event, spent, float(self.delta), accountant, protected,
-                            not self.label_public, protected_columns=private,
-                            noise_multiplier=sigma, schedule=schedule, details=details)
+        if method == "sufficient_statistic":
+            return DPSGDSchedule(batch_size=n_samples, sampling_rate=1.0, steps=1)
+        return sgd
 
 
 def _resolve_method(est, public_mask):
