@@ -20,13 +20,13 @@ import re
 
 import pytest
 
+from .test_docs_links import _links
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md"),
                 *(ROOT / "benchmarks").rglob("README.md")])
 PAGES = [p for p in PAGES if "_build" not in p.parts]
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_CODE_SPAN = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
 _FOLDERS = ("sklearn_fdp", "benchmarks", "tests", "examples", "docs", ".ci")
 _PATH = re.compile(r"(?:%s)/[\w./-]*" % "|".join(re.escape(f) for f in _FOLDERS))
 _DOTTED = re.compile(r"sklearn_fdp(?:\.\w+)+")
@@ -44,18 +44,7 @@ _GONE_ON_PURPOSE = {
 
 def _spans(text):
     """Code spans outside fenced blocks (a transcript's paths are the user's, not ours)."""
-    out, fence = [], None
-    for line in text.splitlines():
-        opening = _FENCE.match(line)
-        if fence is None and opening:
-            fence = opening.group(1)
-            continue
-        if fence is not None:
-            if opening and opening.group(1)[0] == fence[0]:
-                fence = None
-            continue
-        out.extend(m.group(1).strip() for m in _CODE_SPAN.finditer(line))
-    return out
+    return [span.strip() for span in _links(text)[1]]
 
 
 def missing_paths(text):

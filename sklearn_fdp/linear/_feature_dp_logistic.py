@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import accounting
 from .._docs import fill_doc
-from .._engine import LinearGradientOracle, LinearLoss, run_dp_sgd, split_theta
+from .._engine import LinearLoss, run_dp_sgd, split_theta
 from .._mechanisms.fdp import (
     PUBLIC_LOSSES,
     alg1_oracles,
@@ -51,7 +51,7 @@ from ._base import (
     resolve_learning_rate,
     validate_linear_data,
 )
-from ._feature_dp_sgd import FeatureDPSGD
+from ._feature_dp_sgd import FeatureDPSGD, dpsgd_start
 
 if TYPE_CHECKING:  # annotations only
     from typing import Literal, Self
@@ -210,12 +210,7 @@ def _fit_alg1(est, X, y, loss, plan, gens):
 
 def _fit_dpsgd(est, X, y, loss, plan, gens):
     """FDP (DP-SGD), §6.3: public pretraining, then DP-SGD on the whole loss."""
-    if est.public_epochs != "auto" and est.public_epochs > 0:
-        X, scale = rescaled_for_public_steps(X, plan.details["public_mask"])
-    else:
-        scale = 1.0
-    private = LinearGradientOracle(X, y, loss, est.fit_intercept, plan.details["max_grad_norm"])
-    theta0 = _pretrained(est, X, y, loss, plan, gens[_INIT])
+    X, scale, private, theta0 = dpsgd_start(est, X, y, loss, plan, gens, _pretrained)
     return _run_engine(est, X, theta0, private, None, plan, gens, 1.0, scale)
 
 

@@ -30,11 +30,14 @@ from .._budget import (
     dpsgd_schedule,
     resolve_public_batch_size,
 )
+from .._docs import fill_doc
+from .._engine import LinearGradientOracle
+from .._mechanisms.fdp import rescaled_for_public_steps
 from .._plan import feature_plan
 from .._random import spawn_generators
 from .._validation import check_delta_vs_n
 from ..features import resolve_feature_spec, spec_feature_names
-from ._base import _NOISE, _SAMPLE
+from ._base import _INIT, _NOISE, _SAMPLE
 
 if TYPE_CHECKING:  # annotations only
     from .._plan import PrivacyPlan
@@ -47,6 +50,7 @@ class FeatureDPSGD:
     _AUTO_CLIP: dict = {}
     _LABEL_FREE_PRETRAINING = ""
 
+    @fill_doc
     def privacy_plan(self, n_samples: int, n_features: int, *,
                      feature_names: ArrayLike | None = None) -> PrivacyPlan:
         """What a fit on ``n_samples`` × ``n_features`` data spends and protects.
@@ -61,10 +65,7 @@ class FeatureDPSGD:
 
         Parameters
         ----------
-        n_samples : int
-            Number of training rows.
-        n_features : int
-            Number of input columns.
+        [[plan_shape]]
         feature_names : array-like of str or None, default=None
             Column names, to resolve names in ``public_features`` /
             ``private_features`` and to name the protected columns (else
@@ -133,3 +134,18 @@ class FeatureDPSGD:
         self.public_scale_ = run.public_scale
         self.alpha_ = run.alpha
         self.max_grad_norm_ = run.max_grad_norm
+
+
+def dpsgd_start(est, X, y, loss, plan, gens, pretrained):
+    """``(X, public scale, private oracle, θ0)`` of FDP (DP-SGD), §6.3: public pretraining
+    (``pretrained``, the estimator's), then DP-SGD on the whole loss from θ0.
+
+    Only public SGD steps need the rescaling (the least-squares start reads the public
+    columns as they are; the DP-SGD steps are clipped).
+    """
+    if est.public_epochs != "auto" and est.public_epochs > 0:
+        X, scale = rescaled_for_public_steps(X, plan.details["public_mask"])
+    else:
+        scale = 1.0
+    private = LinearGradientOracle(X, y, loss, est.fit_intercept, plan.details["max_grad_norm"])
+    return X, scale, private, pretrained(est, X, y, loss, plan, gens[_INIT])

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._docs import fill_doc
-from .._engine import LinearGradientOracle, run_dp_sgd
+from .._engine import run_dp_sgd
 from .._mechanisms.fdp import (
     PUBLIC_LOSSES,
     alg1_oracles,
@@ -42,7 +42,7 @@ from ._base import (
 )
 from ._dpsgd_regressor import check_released_finite, regression_loss
 from ._feature_dp_logistic import _AUTO_CLIP_ALG1, _auto_alpha
-from ._feature_dp_sgd import FeatureDPSGD
+from ._feature_dp_sgd import FeatureDPSGD, dpsgd_start
 
 if TYPE_CHECKING:  # annotations only
     from typing import Literal, Self
@@ -115,14 +115,7 @@ def _fit_alg1(est, X, y, loss, plan, gens, bounded):
 
 def _fit_dpsgd(est, X, y, loss, plan, gens, bounded):
     """FDP (DP-SGD), §6.3: public pretraining, then DP-SGD on the whole loss."""
-    # Only public SGD steps need the rescaling (the least-squares start reads
-    # the public columns as they are; the DP-SGD steps are clipped).
-    if est.public_epochs != "auto" and est.public_epochs > 0:
-        X, scale = rescaled_for_public_steps(X, plan.details["public_mask"])
-    else:
-        scale = 1.0
-    private = LinearGradientOracle(X, y, loss, est.fit_intercept, plan.details["max_grad_norm"])
-    theta0 = _pretrained(est, X, y, loss, plan, gens[_INIT])
+    X, scale, private, theta0 = dpsgd_start(est, X, y, loss, plan, gens, _pretrained)
     return _run_engine(est, X, theta0, private, None, plan, gens, 1.0, scale, bounded)
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._budget import calibrate_dpsgd, check_budget_params, dpsgd_schedule
+from .._docs import fill_doc
 from .._engine import LinearGradientOracle, run_dp_sgd
 from .._plan import record_plan
 from .._random import spawn_generators
@@ -30,6 +31,7 @@ if TYPE_CHECKING:  # annotations only
 class WholeRecordDPSGD:
     """The privacy plan of a DP-SGD estimator that protects whole records."""
 
+    @fill_doc
     def privacy_plan(self, n_samples: int, n_features: int, *,
                      feature_names: ArrayLike | None = None) -> PrivacyPlan:
         """What a fit on ``n_samples`` × ``n_features`` data spends and protects.
@@ -39,10 +41,7 @@ class WholeRecordDPSGD:
 
         Parameters
         ----------
-        n_samples : int
-            Number of training rows.
-        n_features : int
-            Number of input columns.
+        [[plan_shape]]
         feature_names : array-like of str or None, default=None
             Column names (unused: DP-SGD protects whole records).
 

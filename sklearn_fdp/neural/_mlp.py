@@ -489,6 +489,7 @@ class _BaseMLPFeatureDP(BaseEstimator):
             return 0
         return resolve_public_batch_size(self, batch_size, n_samples)
 
+    @fill_doc
     def privacy_plan(self, n_samples: int, n_features: int, *,
                      feature_names: ArrayLike | None = None,
                      n_classes: int | None = None) -> PrivacyPlan:
@@ -503,10 +504,7 @@ class _BaseMLPFeatureDP(BaseEstimator):
 
         Parameters
         ----------
-        n_samples : int
-            Number of training rows.
-        n_features : int
-            Number of input columns.
+        [[plan_shape]]
         feature_names : array-like of str or None, default=None
             Column names, to resolve feature specs given by name and to name
             the protected columns.

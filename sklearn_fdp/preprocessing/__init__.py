@@ -9,7 +9,7 @@ its row-norm bounds). Each name is imported on first use, so that the command li
 scikit-learn's estimators or the accounting.
 """
 
-import importlib
+from .._lazy import lazy_module
 
 _LAZY = {
     "BoundedScaler": "._bounded",
@@ -24,13 +24,4 @@ __all__ = ["BoundedScaler", "PrivateMeanCenterer", "RowNormBounds", "make_tabula
            "propose_schema", "row_norm_bounds"]
 
 
-def __getattr__(name):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-        globals()[name] = value  # later look-ups skip __getattr__
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_module(__name__, _LAZY)

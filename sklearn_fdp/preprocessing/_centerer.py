@@ -234,6 +234,7 @@ class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
         self.privacy_plan_ = plan
         return self
 
+    @fill_doc
     def privacy_plan(self, n_samples: int, n_features: int, *,
                      feature_names: ArrayLike | None = None) -> PrivacyPlan:
         """What a fit on ``n_samples`` × ``n_features`` data spends and protects.
@@ -246,10 +247,7 @@ class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
 
         Parameters
         ----------
-        n_samples : int
-            Number of training rows.
-        n_features : int
-            Number of input columns.
+        [[plan_shape]]
         feature_names : array-like of str or None, default=None
             Column names (unused: the mean protects whole records).
 
