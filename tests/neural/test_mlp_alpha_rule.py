@@ -29,12 +29,7 @@ from sklearn_fdp.neural._mlp import (  # noqa: E402  (after the torch skip)
 )
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")  # tests/conftest.py
 
 
 def _data(seed, n, n_private=40):
