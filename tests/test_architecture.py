@@ -235,3 +235,19 @@ def test_every_module_the_architecture_page_names_exists():
         if not (root / span.rstrip("/")).exists():
             missing.append(span)
     assert missing == [], missing
+
+
+def test_accounting_package_keeps_its_api():
+    """Issue 33 split accounting.py into a package: every name importers used still resolves
+    on ``sklearn_fdp.accounting`` (the public ones and the private ones other modules use)."""
+    from sklearn_fdp import accounting
+
+    public = {"ACCOUNTANTS", "NEIGHBORING_RELATIONS", "DpEvent", "dpsgd_event", "gaussian_event",
+              "compose_events", "epsilon_of_event", "epsilon_and_accountant", "compute_epsilon",
+              "calibrate_noise_multiplier", "calibration_cache_path", "clear_calibration_cache",
+              "gaussian_noise_multiplier", "gaussian_epsilon", "gdp_epsilon", "gaussian_release",
+              "gaussian_sigma_and_epsilon", "TRIAL_DISTRIBUTIONS", "repeat_and_select_event",
+              "truncated_negative_binomial_gamma", "calibrate_repeat_and_select"}
+    assert set(accounting.__all__) == public
+    for name in (*public, *accounting._PRIVATE_API):
+        assert getattr(accounting, name) is not None, name
