@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import contextlib
 import copy
 import dataclasses
+import io
+import logging
 import math
+import sys
+import threading
 import warnings
 from numbers import Integral, Real
 
@@ -64,8 +69,7 @@ def _final_step_input(est, X_train, y_train):
         names = None if columns is None else np.asarray(columns, dtype=object)
         return (X_train.shape[1] if hasattr(X_train, "shape") else 0), names
     head = clone(est[:-1])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with _held_output():  # a planning pass, not a trial: nothing of it is shown
         Xt = head.fit_transform(X_train, y_train)
         try:
             names = (Xt.columns if hasattr(Xt, "columns") else head.get_feature_names_out())
@@ -235,8 +239,19 @@ default="truncated_negative_binomial"
     released -- the theorem needs them secret: ``K``, the winner's index,
     the other trials' configurations, scores and models (there is no
     ``n_trials_``, ``best_index_`` or ``cv_results_``; ``verbose`` prints no
-    per-trial line; only the released trial's warnings are re-emitted; a
-    listed parameter value is validated before ``K`` is drawn). NOT covered:
+    per-trial line; a listed parameter value is validated before ``K`` is
+    drawn). What a caller can observe of ``fit`` is the same for every
+    ``K`` (tested for K = 1 and K = 50): the return value, the fitted
+    attributes and the pickled state (their names, types and shapes; the
+    released ``best_*`` values are the one DP output), the two ``verbose``
+    lines, and exceptions (they name no trial). Each trial's warnings,
+    printed text (stdout, stderr), log records (of the fitting thread) and
+    progress reports are held back, for its fit and for its validation
+    predict alike; only what the released trial's fit emitted is re-emitted
+    once the search is done (each warning once), as that fit would emit it
+    alone. The validation predict's output is never shown: its text
+    depends on the private validation rows, without noise. Out of reach:
+    what worker processes print, and the run time. NOT covered:
     the run time, which grows with ``K``: an attacker who can time ``fit``
     learns about ``K``, and then the bound does not hold (conditioned on
     ``K``, best-of-``K`` is close to ``K``-fold composition). Keep the
@@ -572,13 +587,14 @@ default="truncated_negative_binomial"
             if secure and "noise" in _final(est).get_params():
                 extra[prefix + "noise"] = "secure"
             est.set_params(**extra)
-            with warnings.catch_warnings(record=True) as caught, progress_hook(None):
-                warnings.simplefilter("always")
+            with _held_output() as caught:
                 est.fit(X_train, y_train, **train_params)
             est.set_params(**{k: None for k in seeded})
             # The trial's own δ check is about its own claim, not the search's.
-            caught = [w for w in caught if not (issubclass(w.category, PrivacyLeakWarning)
-                                                and str(w.message).startswith("delta="))]
+            caught.warnings = [
+                w for w in caught.warnings
+                if not (issubclass(w.category, PrivacyLeakWarning)
+                        and str(w.message).startswith("delta="))]
             fit_event = self._fitted_event(est, name)
             event = accounting.compose_events(fit_event, score_event)
             if planned is not None and repr(event) != repr(planned):
@@ -600,8 +616,13 @@ default="truncated_negative_binomial"
                     f"{unit[1]!r}); only parameters that leave what is protected unchanged "
                     "may vary.")
             unit0 = unit
-            score = _noisy_score(_correct_count(est, X_val, y_val),
-                                 float(self.score_noise_multiplier), noise_rng, n_val)
+            # The score's predict is held back too, and never re-emitted: what it
+            # says (e.g. an encoder's unknown-category warning) depends on the
+            # private validation rows, without noise, and its count on K.
+            with _held_output():
+                correct = _correct_count(est, X_val, y_val)
+            score = _noisy_score(correct, float(self.score_noise_multiplier), noise_rng,
+                                 n_val)
             if best is None or score > best[0]:
                 best = (score, cfg, est, caught)
             del est
@@ -610,11 +631,7 @@ default="truncated_negative_binomial"
         if quiet:
             est.set_params(**{k: v for k, v in self.estimator.get_params(deep=True).items()
                               if k in quiet})
-        seen = set()
-        for w in caught:  # the released trial's warnings, once each
-            if (w.category, str(w.message)) not in seen:
-                seen.add((w.category, str(w.message)))
-                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        caught.replay()  # what the released trial's fit said, as it would alone
         self.best_estimator_ = est
         self.best_params_ = dict(cfg)
         self.best_score_ = float(score)
@@ -770,6 +787,78 @@ default="truncated_negative_binomial"
         return MetadataRouter(owner=type(self).__name__).add(
             estimator=self.estimator,
             method_mapping=MethodMapping().add(caller="fit", callee="fit"))
+
+
+class _HeldOutput:
+    """What one trial said: warnings, printed text and log records (see :func:`_held_output`)."""
+
+    def __init__(self):
+        self.warnings = []
+        self.stdout = io.StringIO()
+        self.stderr = io.StringIO()
+        self.records = []
+
+    def replay(self):
+        """Emit it again, through the caller's filters, handlers and streams.
+
+        Each warning once (by category and text, as the trials ran under
+        "always"), in order; then the printed text and the log records.
+        """
+        seen = set()
+        for w in self.warnings:
+            if (w.category, str(w.message)) not in seen:
+                seen.add((w.category, str(w.message)))
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if self.stdout.getvalue():
+            sys.stdout.write(self.stdout.getvalue())
+        if self.stderr.getvalue():
+            sys.stderr.write(self.stderr.getvalue())
+        for record in self.records:
+            _CALL_HANDLERS(logging.getLogger(record.name), record)
+
+
+_CALL_HANDLERS = logging.Logger.callHandlers
+_HOLDERS = {}  # thread id -> the _HeldOutput collecting that thread's log records
+_HOLDERS_LOCK = threading.Lock()
+
+
+def _holding_call_handlers(logger, record):
+    held = _HOLDERS.get(record.thread)
+    if held is None:
+        return _CALL_HANDLERS(logger, record)
+    held.records.append(record)
+    return None
+
+
+@contextlib.contextmanager
+def _held_output():
+    """Hold back everything a trial would let out of this thread: its warnings,
+    what it prints to stdout/stderr, its log records and progress reports.
+
+    Yields a :class:`_HeldOutput`; nothing reaches the caller unless it is
+    replayed. Log records of other threads pass through unchanged. What
+    worker processes print is out of reach (the estimators' ``n_jobs``).
+    """
+    held = _HeldOutput()
+    tid = threading.get_ident()
+    with warnings.catch_warnings(record=True) as caught, progress_hook(None), \
+            contextlib.redirect_stdout(held.stdout), contextlib.redirect_stderr(held.stderr):
+        warnings.simplefilter("always")
+        with _HOLDERS_LOCK:
+            outer = _HOLDERS.get(tid)
+            _HOLDERS[tid] = held
+            logging.Logger.callHandlers = _holding_call_handlers
+        try:
+            yield held
+        finally:
+            with _HOLDERS_LOCK:
+                if outer is None:
+                    del _HOLDERS[tid]
+                else:
+                    _HOLDERS[tid] = outer
+                if not _HOLDERS:
+                    logging.Logger.callHandlers = _CALL_HANDLERS
+            held.warnings = list(caught)
 
 
 def _correct_count(estimator, X_val, y_val):

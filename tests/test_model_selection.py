@@ -7,7 +7,7 @@ import pytest
 from dp_accounting import dp_event
 from dp_accounting.rdp import rdp_privacy_accountant
 from scipy.stats import loguniform
-from sklearn.base import clone
+from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.datasets import make_classification
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
@@ -337,6 +337,151 @@ def test_search_does_not_reveal_the_number_of_trials(monkeypatch, caplog, capsys
     assert one["logged"] == many["logged"]
     assert one["warned"] == many["warned"]
     assert one["progress"] == many["progress"]
+
+
+# -- issue 30 item 1: nothing observable depends on K --------------------------
+
+class _Chatty(BaseEstimator, TransformerMixin):
+    """A stateless step that warns, prints and logs every time it transforms.
+
+    What it says depends on the rows it sees (their number and their sum),
+    as an encoder's unknown-category warning does.
+    """
+
+    def fit(self, X, y=None):
+        return self
+
+    def transform(self, X):
+        import logging
+        import sys
+        import warnings
+
+        X = np.asarray(X, dtype=float)
+        text = f"chatty saw {len(X)} rows, sum {X.sum():.6f}"
+        warnings.warn(text, UserWarning, stacklevel=2)
+        print(text)
+        print(text, file=sys.stderr)
+        logging.getLogger("tests.chatty").warning(text)
+        return X
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.requires_fit = False
+        return tags
+
+
+class _Failing(DPSGDClassifier):
+    def fit(self, X, y):
+        raise ValueError("this estimator cannot be fitted")
+
+
+def _pickled_signature(value, seen=None):
+    """What a pickle of ``value`` holds, but values: names, types, shapes, and
+    every SeedSequence's spawn key (a trial's key is its index)."""
+    seen = set() if seen is None else seen
+    if id(value) in seen:
+        return ("seen",)
+    if isinstance(value, np.random.SeedSequence):
+        return ("SeedSequence", value.spawn_key)
+    if isinstance(value, (dict, list, tuple, np.ndarray)) or not hasattr(value, "__dict__"):
+        return _signature(value)
+    seen.add(id(value))
+    return (type(value).__name__, tuple(sorted(
+        (k, _pickled_signature(v, seen)) for k, v in vars(value).items())))
+
+
+def _observe_everything(monkeypatch, caplog, capsys, k, estimator, X, y, **kw):
+    """Everything a caller sees of a search that runs exactly ``k`` trials."""
+    import logging
+    import pickle
+    import warnings
+
+    from sklearn_fdp import _search
+    from sklearn_fdp._progress import progress_hook
+
+    monkeypatch.setattr(_search, "_sample_truncated_negative_binomial",
+                        lambda rng, shape, mean, secure=False: k)
+    search = PrivateRandomizedSearchCV(estimator, **kw)
+    progress = []
+    caplog.clear()
+    capsys.readouterr()
+    raised = None
+    with caplog.at_level(logging.DEBUG), warnings.catch_warnings(record=True) as caught, \
+            progress_hook(lambda done, total: progress.append((done, total))):
+        warnings.simplefilter("always")
+        try:
+            search.fit(X, y)
+        except Exception as exc:  # noqa: BLE001 - compared below
+            raised = (type(exc), str(exc))
+    out = capsys.readouterr()
+    seen = dict(
+        raised=raised, printed=(out.out, out.err), progress=progress,
+        logged=[(r.name, r.levelno, r.getMessage()) for r in caplog.records
+                if not r.name.startswith("numba")],
+        warned=[(w.category, str(w.message)) for w in caught])
+    if raised is None:
+        restored = pickle.loads(pickle.dumps(search))
+        seen["pickled"] = _pickled_signature(restored)
+        seen["attributes"] = {name: _signature(v) for name, v in vars(search).items()}
+        seen["public"] = {name: repr(v) for name, v in vars(search).items()
+                          if name.endswith("_") and not name.startswith("best_")}
+    return seen
+
+
+def _chatty_pipeline(final):
+    from sklearn.compose import ColumnTransformer
+    from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
+
+    encode = ColumnTransformer([
+        ("num", FunctionTransformer(feature_names_out="one-to-one"), [0, 1, 2, 3]),
+        # Fixed categories (learns nothing); value 3 is unknown: a warning per call.
+        ("cat", OneHotEncoder(categories=[[0.0, 1.0, 2.0]], handle_unknown="warn",
+                              sparse_output=False), [4])])
+    return make_pipeline(_Chatty(), encode, final)
+
+
+@pytest.mark.parametrize("case", ["chatty_pipeline", "noisy_estimator", "failing"])
+def test_nothing_observable_depends_on_k(monkeypatch, caplog, capsys, case):
+    """Issue 30 item 1: K = 1 and K = 50 trials look the same to the caller.
+
+    Return value, attributes (names, types, shapes; the values of every
+    public figure), the pickled state (including every SeedSequence's
+    spawn key), warnings, printed lines, log records, progress reports and
+    exceptions; only the released ``best_*`` values (one DP output) and the
+    wall time may differ. On the code before issue 30 the validation
+    predict's warnings, prints and log lines came out once per trial
+    (K + 1 warnings).
+    """
+    rng = np.random.default_rng(0)
+    n = 300
+    X = np.c_[rng.uniform(-0.4, 0.4, (n, 4)), rng.integers(0, 4, n).astype(float)]
+    y = (X[:, 0] + 0.1 * X[:, 4] > 0.1).astype(int)
+    fixed = dict(epsilon=None, noise_multiplier=2.0, accountant="rdp")  # no calibration
+    if case == "chatty_pipeline":
+        est = _chatty_pipeline(_WarningDPSGD(epochs=1, verbose=1, **fixed))
+        space = {"_warningdpsgd__learning_rate": loguniform(0.05, 5.0)}
+        X = X.copy()
+    elif case == "noisy_estimator":
+        est = _WarningDPSGD(epochs=1, verbose=2, **fixed)
+        space = {"learning_rate": loguniform(0.05, 5.0), "momentum": [0.0, 0.9]}
+        X = X[:, :4]
+    else:
+        est = _Failing(epochs=1, **fixed)
+        space = {"learning_rate": [0.1, 1.0]}
+        X = X[:, :4]
+    kw = dict(param_distributions=space, delta=1e-5, n_iter=3, verbose=1, random_state=0)
+    one = _observe_everything(monkeypatch, caplog, capsys, 1, est, X, y, **kw)
+    many = _observe_everything(monkeypatch, caplog, capsys, 50, est, X, y, **kw)
+    assert set(one) == set(many)
+    for key in one:
+        assert one[key] == many[key], key
+    if case == "failing":
+        assert one["raised"][0] is ValueError
+    else:
+        assert one["raised"] is None and one["printed"][0] and one["warned"]  # released trial's fit still speaks
+    if case == "chatty_pipeline":
+        chatty = [w for w in one["warned"] if "chatty" in w[1]]
+        assert len(chatty) == 1 and f"saw {len(y) - 60} rows" in chatty[0][1]  # its fit
 
 
 def test_secure_search_takes_nothing_from_random_state(data):
