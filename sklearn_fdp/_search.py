@@ -193,6 +193,13 @@ default="truncated_negative_binomial"
     ----------
     best_estimator_ : estimator
         The released model: the best trial's fit (on the training split).
+        It reports the search's guarantee: every private step's
+        ``epsilon_``, ``delta_``, ``accountant_`` and ``privacy_plan_`` are
+        the search's, its last private step's ``dp_event_`` is
+        ``dp_event_`` (so :func:`~sklearn_fdp.privacy_report` of the model
+        alone gives the search's total); the trial's own figures are kept
+        as ``trial_epsilon_``, ``trial_delta_``, ``trial_dp_event_``,
+        ``trial_privacy_plan_`` and ``trial_accountant_``.
     best_params_ : dict
         Its sampled configuration.
     best_score_ : float
@@ -652,6 +659,7 @@ default="truncated_negative_binomial"
             delta=self.delta_, accountant=self.accountant_, noise_multiplier=sigma,
             schedule=None, details={"trial_dp_event": self.trial_dp_event_,
                                     "epsilon_trial": self.epsilon_trial_})
+        _carry_search_guarantee(est, self.privacy_plan_)
         if hasattr(est, "classes_"):
             self.classes_ = est.classes_
         if hasattr(est, "n_features_in_"):
@@ -859,6 +867,43 @@ def _held_output():
                 if not _HOLDERS:
                     logging.Logger.callHandlers = _CALL_HANDLERS
             held.warnings = list(caught)
+
+
+_TRIAL_FIGURES = ("epsilon_", "delta_", "dp_event_", "privacy_plan_", "accountant_")
+
+
+def _carry_search_guarantee(est, search_plan):
+    """Make the released model report the search's guarantee, not its trial's.
+
+    Whoever publishes ``best_estimator_`` alone would otherwise state one
+    trial's ε (about half the search's). Every private step of ``est``
+    keeps its own figures as ``trial_epsilon_``, ``trial_delta_``,
+    ``trial_dp_event_``, ``trial_privacy_plan_`` and ``trial_accountant_``;
+    its ``epsilon_``, ``delta_``, ``accountant_`` and ``privacy_plan_``
+    become the search's. The last private step carries the search's
+    ``dp_event_`` (the repeat-and-select event over whole trials, which
+    already contains every private step); any other private step carries an
+    empty composition, so :func:`~sklearn_fdp.privacy_report` of the model
+    accounts the search once.
+    """
+    items = []
+    _walk(est, "", items)
+    private = [e for _, e, kind in items if kind == "private"]
+    for i, step in enumerate(private):
+        own = plan_of(step)
+        for attr in _TRIAL_FIGURES:
+            if hasattr(step, attr):
+                setattr(step, "trial_" + attr, getattr(step, attr))
+        event = search_plan.dp_event if i == len(private) - 1 else accounting.compose_events()
+        step.dp_event_ = event
+        step.epsilon_ = search_plan.epsilon
+        step.delta_ = search_plan.delta
+        step.accountant_ = search_plan.accountant
+        step.privacy_plan_ = dataclasses.replace(
+            own, dp_event=event, epsilon=search_plan.epsilon, delta=search_plan.delta,
+            accountant=search_plan.accountant,
+            details={**own.details, "released_by": "PrivateRandomizedSearchCV",
+                     "trial_privacy_plan": own})
 
 
 def _correct_count(estimator, X_val, y_val):

@@ -728,7 +728,48 @@ def test_calibrated_search_over_a_pipeline_with_text_columns(final):
         epsilon=2.0, delta=1e-5, n_iter=3, random_state=0).fit(df, y)
     assert 0 < search.epsilon_ <= 2.0
     assert repr(search.trial_dp_event_) == repr(accounting.compose_events(
-        search.best_estimator_[-1].dp_event_,
+        search.best_estimator_[-1].trial_dp_event_,
         accounting.gaussian_event(search.score_noise_multiplier)))
     if final == "fdp_names":
         assert search.privacy_plan_.protected_features == ("cat__sex_F", "cat__sex_M")
+
+
+# -- issue 30 item 4: the released model carries the search's guarantee --------
+
+@pytest.mark.parametrize("pipeline", [False, True])
+def test_released_model_reports_the_searchs_guarantee(data, pipeline):
+    """``best_estimator_`` published alone states the search's ε, δ and event.
+
+    Before issue 30 it stated one trial's (ε 2.17 after a search that spent
+    4.23): about half the truth, with ``is_private=True``.
+    """
+    from sklearn_fdp import PrivateMeanCenterer
+
+    X, y = data
+    final = DPSGDClassifier(epochs=1, epsilon=None, noise_multiplier=2.0, accountant="pld")
+    est = make_pipeline(PrivateMeanCenterer(epsilon=1.0, delta=1e-6), final) \
+        if pipeline else final
+    key = "dpsgdclassifier__learning_rate" if pipeline else "learning_rate"
+    search = PrivateRandomizedSearchCV(est, {key: [0.1, 1.0]}, delta=1e-5, n_iter=4,
+                                       random_state=0).fit(X, y)
+    best = search.best_estimator_
+    clf = best[-1] if pipeline else best
+    assert clf.epsilon_ == search.epsilon_ and clf.delta_ == search.delta_
+    assert clf.accountant_ == "rdp"
+    assert repr(clf.dp_event_) == repr(search.dp_event_)
+    assert clf.privacy_plan_.epsilon == search.epsilon_
+    assert repr(clf.privacy_plan_.dp_event) == repr(search.dp_event_)
+    # The trial's own figures, under other names.
+    assert clf.trial_epsilon_ < search.epsilon_
+    assert clf.trial_accountant_ == "pld"
+    assert clf.trial_privacy_plan_.epsilon == clf.trial_epsilon_
+    fit = (accounting.compose_events(best[0].trial_dp_event_, clf.trial_dp_event_)
+           if pipeline else clf.trial_dp_event_)
+    assert repr(accounting.compose_events(fit, accounting.gaussian_event(
+        search.score_noise_multiplier))) == repr(search.trial_dp_event_)
+    report = privacy_report(best)
+    assert report.is_private
+    assert report.epsilon_rdp == pytest.approx(search.epsilon_, rel=1e-12)
+    assert report.epsilon_rdp == pytest.approx(privacy_report(search).epsilon_rdp, rel=1e-12)
+    if pipeline:
+        assert best[0].epsilon_ == search.epsilon_  # states the whole, spends nothing more
