@@ -157,12 +157,16 @@ default="truncated_negative_binomial"
         Smaller η costs less privacy for the same mean but has a heavier
         tail (more runs, rarely).
     validation_fraction : float, default=0.2
-        Share of the rows held out (by a data-independent random split) to
-        score each trial, in (0, 1).
+        Probability that a row is held out to score the trials, in (0, 1):
+        each row's side is decided by its own coin from a data-independent
+        stream, so adding a record adds it to exactly one side (add/remove
+        is kept; a fixed-size split would turn it into replace-one for some
+        ``n``). The realised sizes are binomial.
     score_noise_multiplier : float, default=10.0
         σ_s: each trial releases ``(correct + N(0, σ_s²)) / n_val``, the
         number of correct validation predictions (sensitivity 1) with
-        Gaussian noise. The score's Gaussian event is part of every trial.
+        Gaussian noise, ``n_val = validation_fraction * n`` the expected
+        validation size. The score's Gaussian event is part of every trial.
     random_state : int, RandomState instance or None, default=None
         With ``noise="default"``: seeds ``K``, the configurations, the split,
         the score noise and the trials (keep it secret, as for the
@@ -232,12 +236,17 @@ default="truncated_negative_binomial"
     implements; the outputs of the other runs must stay secret. Hence the
     score that decides "best" must itself be a DP output of the trial: here
     it is the validation accuracy with Gaussian noise of multiplier
-    ``score_noise_multiplier`` (add/remove sensitivity 1 on the count, the
-    validation size being public), and a trial's event is the composition
-    of its fit and this Gaussian. The training/validation split is drawn
-    from the public stream, independent of the data; the two parts are
-    disjoint, but we compose rather than claim parallel composition (a
-    little conservative). A configuration is a draw from a public
+    ``score_noise_multiplier`` (add/remove sensitivity 1 on the count,
+    divided by the expected validation size), and a trial's event is the
+    composition of its fit and this Gaussian. The training/validation split
+    gives each row its own coin from a stream independent of the data:
+    adding one record adds it to the training set or to the validation set
+    and moves no other row, so the trial's fit sees add/remove neighbours
+    (or the same data) and so does its score, for every ``n`` (tested in
+    ``tests/sensitivity/test_search_split.py``; by exchangeability of the
+    i.i.d. coins the same holds wherever the record is inserted). The two
+    parts are disjoint, but we compose rather than claim parallel
+    composition (a little conservative). A configuration is a draw from a public
     distribution, so a trial is a data-independent mixture over
     configurations; its RDP is at most that of a single configuration only
     because every configuration has the same DpEvent (checked). Released:
@@ -268,7 +277,9 @@ default="truncated_negative_binomial"
     private record still changes the count by at most 1, and which records
     are public is public). ``refit`` is not offered: refitting
     the best configuration on all rows would be one more private fit.
-    ``n`` and the split sizes are public. Grid search (every configuration,
+    ``n`` is public, and so are the realised split sizes (the released
+    model's sampling rate shows its training size), under the same
+    convention as every fit's ``n`` (quantified in the threat model). Grid search (every configuration,
     a fixed count) is not covered by this theorem and is not offered.
 
     References
@@ -521,13 +532,15 @@ default="truncated_negative_binomial"
         if _final(self.estimator) is self.estimator:
             check_numeric_columns(self, X)
         n_samples = _num_samples(y)
-        n_val = int(round(self.validation_fraction * n_samples))
-        n_train = n_samples - n_val
-        if n_val < 1 or n_train < 2:
+        # The score divides by the expected validation size (public), never
+        # by the realised one (a function of the split's coins).
+        n_val = self.validation_fraction * n_samples
+        if n_val < 1 or n_samples - n_val < 2:
             raise ValueError(
                 f"{name}: validation_fraction={self.validation_fraction!r} of "
-                f"n_samples={n_samples} rows leaves {n_train} training and {n_val} "
-                "validation rows; it needs at least 2 training rows and 1 validation row.")
+                f"n_samples={n_samples} rows leaves {n_samples - n_val:g} training and "
+                f"{n_val:g} validation rows (expected); it needs at least 2 training rows "
+                "and 1 validation row.")
         if getattr(final, "neighboring", "add_remove") != "add_remove":
             raise ValueError(
                 f"{name} accounts the search with the RDP accountant, which supports "
@@ -538,8 +551,13 @@ default="truncated_negative_binomial"
 
         secure = self.noise == "secure"
         public_seed, split_seed, noise_seed, trial_seed = self._root_seed(secure).spawn(4)
-        perm = np.random.default_rng(split_seed).permutation(n_samples)
-        train_idx, val_idx = np.sort(perm[:n_train]), np.sort(perm[n_train:])
+        train_idx, val_idx = _split(n_samples, self.validation_fraction, split_seed)
+        n_train = len(train_idx)
+        if n_train < 2:
+            raise ValueError(
+                f"{name}: the random split of n_samples={n_samples} rows left "
+                f"{n_train} training row(s); use more rows, a smaller "
+                "validation_fraction or another random_state.")
         configs = self._sample_trials(
             np.random.RandomState(np.random.MT19937(public_seed)), secure)
         trial_seeds = trial_seed.spawn(len(configs))
@@ -869,6 +887,26 @@ def _held_output():
             held.warnings = list(caught)
 
 
+def _split(n_samples, validation_fraction, seed):
+    """``(train_idx, val_idx)``: each row's side decided by its own coin.
+
+    Row ``i`` goes to validation when the ``i``-th uniform of a stream seeded
+    by ``seed`` (independent of the data) is below ``validation_fraction``.
+    Adding one record to the data adds it to exactly one side and leaves
+    every other row where it was, so each trial's training set and its
+    validation set are add/remove neighbours of theirs (or unchanged): the
+    add/remove accounting of the trials applies. A fixed-size split
+    (``round(fraction * n)`` rows held out) does not: for a fifth of all
+    ``n`` the training size is the same for ``n`` and ``n + 1`` rows, and
+    adding a record replaces one in the training set. The sizes are
+    therefore random (binomial); the trials treat their training size as
+    public, as every fit treats its ``n`` (see the threat model).
+    """
+    coins = np.random.default_rng(seed).random(n_samples)
+    held = coins < validation_fraction
+    return np.flatnonzero(~held), np.flatnonzero(held)
+
+
 _TRIAL_FIGURES = ("epsilon_", "delta_", "dp_event_", "privacy_plan_", "accountant_")
 
 
@@ -920,9 +958,9 @@ def _noisy_score(correct, sigma, rng, n_val):
     """The released score ``(correct + N(0, sigma²)) / n_val``.
 
     ``sigma`` is the score's Gaussian noise multiplier (the accountant's
-    ``GaussianDpEvent(sigma)``, sensitivity 1); ``n_val`` the validation size,
-    a function of the public ``n`` and ``validation_fraction`` only (never a
-    realised count).
+    ``GaussianDpEvent(sigma)``, sensitivity 1); ``n_val`` the expected
+    validation size ``validation_fraction * n``, a function of the public
+    ``n`` and ``validation_fraction`` only (never the realised count).
     """
     return (correct + rng.normal(0.0, sigma)) / n_val
 

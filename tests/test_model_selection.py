@@ -23,7 +23,7 @@ from sklearn_fdp import (
     accounting,
     privacy_report,
 )
-from sklearn_fdp._search import _sample_truncated_negative_binomial
+from sklearn_fdp._search import _sample_truncated_negative_binomial, _split
 from sklearn_fdp.model_selection import PrivateRandomizedSearchCV
 
 SPACE = {"learning_rate": [0.1, 1.0, "auto"], "momentum": [0.0, 0.9]}
@@ -67,7 +67,9 @@ def test_epsilon_is_dp_accountings_repeat_and_select(fitted):
     assert s.epsilon_ <= 2.0 and s.epsilon_ > 1.99  # calibrated to the budget
     assert s.epsilon_trial_ < s.epsilon_
     assert clf.noise_multiplier_ == s.noise_multiplier_
-    assert clf.sampling_rate_ == pytest.approx(clf.batch_size_ / 1200)  # 80 % train split
+    n_train = len(_split(1500, 0.2, np.random.SeedSequence(0).spawn(4)[1])[0])
+    assert 1100 < n_train < 1300  # about 80 % (each row by its own coin)
+    assert clf.sampling_rate_ == pytest.approx(clf.batch_size_ / n_train)
 
 
 @pytest.mark.parametrize("distribution, shape, expected_shape", [
@@ -221,8 +223,11 @@ def test_secure_search_draws_k_and_score_noise_from_the_csprng(monkeypatch, data
     assert secure.best_estimator_.noise == "secure"
     default = PrivateRandomizedSearchCV(est, {"learning_rate": [0.5, 1.0]}, **kw).fit(X, y)
     assert default.best_estimator_.noise == "default"
-    assert secure.epsilon_ == default.epsilon_
-    assert secure.noise_multiplier_ == default.noise_multiplier_
+    # Same accounting; the split's coins differ (OS entropy), so the training
+    # size, hence q and the calibrated σ, may differ a little.
+    for s in (secure, default):
+        assert 1.99 < s.epsilon_ <= 2.0
+        assert s.best_estimator_.noise_multiplier_ == s.noise_multiplier_
 
 
 @pytest.mark.parametrize("distribution, shape", [("poisson", 1.0),
@@ -286,6 +291,11 @@ def _observe_search(monkeypatch, caplog, capsys, data, k, **kw):
 
     monkeypatch.setattr(_search, "_sample_truncated_negative_binomial",
                         lambda rng, shape, mean, secure=False: k)
+    # The split's coins (OS entropy with noise="secure") set the training size,
+    # hence σ and the events: fixed here, as K is the only thing compared.
+    real_split = _split
+    monkeypatch.setattr(_search, "_split", lambda n, fraction, seed: real_split(
+        n, fraction, np.random.SeedSequence(0)))
     X, y = data
     est = _WarningDPSGD(epochs=1, accountant="rdp", verbose=1)
     search = PrivateRandomizedSearchCV(
@@ -481,7 +491,7 @@ def test_nothing_observable_depends_on_k(monkeypatch, caplog, capsys, case):
         assert one["raised"] is None and one["printed"][0] and one["warned"]  # released trial's fit still speaks
     if case == "chatty_pipeline":
         chatty = [w for w in one["warned"] if "chatty" in w[1]]
-        assert len(chatty) == 1 and f"saw {len(y) - 60} rows" in chatty[0][1]  # its fit
+        assert len(chatty) == 1 and "rows" in chatty[0][1]  # its fit's
 
 
 def test_secure_search_takes_nothing_from_random_state(data):
@@ -655,8 +665,7 @@ def test_fit_params_are_split_with_X(data, monkeypatch, routing):
                                            n_iter=2, random_state=0)
         search.fit(X, y, public_mask=mask)
     _assert_masks_follow_their_rows(_SpyAdaMix.calls, X, mask)
-    n_val = int(round(0.2 * len(y)))
-    assert set(counted) == {n_val}
+    (n_val,) = set(counted)
     assert search.best_estimator_.n_public_ == _SpyAdaMix.calls[0][1].sum()
     assert search.best_estimator_.n_private_ == len(y) - n_val - search.best_estimator_.n_public_
 

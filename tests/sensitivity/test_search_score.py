@@ -147,8 +147,9 @@ def test_worst_cases_reach_the_bound_and_no_further(kind, dtype):
 def test_search_releases_the_count_over_the_public_validation_size(monkeypatch, noise,
                                                                    n_samples):
     # The search scores every trial with _correct_count (the function checked
-    # above) and divides the noisy count by round(validation_fraction * n): a
-    # function of the public n, never a realised count. With σ_s tiny the
+    # above) and divides the noisy count by validation_fraction * n, the
+    # expected validation size: a function of the public n, never the realised
+    # count (the split's coins make it binomial since issue 30). With σ_s tiny the
     # released best_score_ * n_val is the best trial's count.
     from sklearn_fdp import _search
 
@@ -164,7 +165,7 @@ def test_search_releases_the_count_over_the_public_validation_size(monkeypatch, 
         DPSGDClassifier(epochs=1, accountant="rdp", epsilon=None, noise_multiplier=1.0),
         {"learning_rate": [0.5, 1.0]}, delta=1e-5, n_iter=2, score_noise_multiplier=1e-9,
         validation_fraction=0.25, noise=noise, random_state=0).fit(X, y)
-    n_val = int(round(0.25 * n_samples))
+    n_val = 0.25 * n_samples
     assert counts  # one per trial
     assert search.best_score_ * n_val == pytest.approx(max(counts), abs=1e-6)
 
