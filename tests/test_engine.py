@@ -134,7 +134,12 @@ def test_loop_refuses_noise_not_scaled_to_the_oracle_clip():
 
 @pytest.mark.statistical
 def test_noise_std_is_noise_multiplier_times_clip(global_seed):
-    """With a zero gradient, one step moves θ by -lr σ C / (q n) · N(0, I)."""
+    """With a zero gradient, one step moves θ by -lr σ C / (q n) · N(0, I).
+
+    Power (issue 30): 20,000 draws, sample std within 5 SE (2.5 %) of the
+    expected one; a 5 % error in the noise std is 10 SE away, detected with
+    probability Φ(4.7) > 0.999998.
+    """
     sigma, clip, n, q, lr = 1.7, 0.3, 1000, 0.05, 2.0
     shape = (20000, 1)
     cfg = EngineConfig(steps=1, sampling_rate=q, noise_multiplier=sigma, max_grad_norm=clip,
@@ -279,6 +284,8 @@ def test_lazy_noise_of_untouched_coordinates_has_the_exact_variance(average_star
 
     Final iterate: Var = Σ_u c_u²; tail average over s = t0..T-1 of θ(s+1):
     Var = Σ_u c_u² (T − max(u, t0))² / (T − t0)², with c_u = η_u σ C / (q n).
+    Power (issue 30): 20,000 draws, a 5 % error in the std is detected with
+    probability > 0.999998 (as in test_noise_std_is_noise_multiplier_times_clip).
     """
     oracle, n = _sparse_problem(1, empty_cols=500)
     cfg = _lazy_config(1.3, average_start)
@@ -641,6 +648,9 @@ def test_lazy_momentum_noise_of_untouched_coordinates_has_the_eager_variance(ave
     """Never-touched columns with momentum and weight decay: their released value is Gaussian
     with the variance of the eager recursion over the whole run (through block flushes and
     the start of averaging).
+
+    Power (issue 30): 20,000 draws, a 5 % error in the std (the recursion's
+    covariance x 1.1025) is detected with probability > 0.999998.
     """
     oracle, n = _sparse_problem(1, empty_cols=500)
     cfg = replace(_lazy_config(1.3, average_start), momentum=0.9, l2_regularization=0.02)
@@ -669,7 +679,12 @@ def test_lazy_momentum_noise_of_untouched_coordinates_has_the_eager_variance(ave
 def test_lazy_momentum_default_blocks_keep_the_eager_variance(schedule, average_start):
     """The default block length (issue 18: one block under a constant step size, so lags of
     hundreds of steps; a cost balance under a schedule): never-touched columns still get the
-    variance of the eager recursion over the whole run."""
+    variance of the eager recursion over the whole run.
+
+    Power (issue 30): 12,000 draws (relative SE of the std 0.0065, tolerance
+    5 SE = 0.032): a 5 % error in the std is detected with probability
+    Φ(2.6) = 0.995 (too large) or Φ(2.9) = 0.998 (too small).
+    """
     from sklearn_fdp._engine._lazy import MOMENTUM_MAX_BLOCK_CONSTANT, _momentum_block_length
 
     oracle, n = _sparse_problem(1, empty_cols=300)
