@@ -8,9 +8,9 @@ loop and of the lazy sparse loop (1,000 runs each; per-coordinate KS and a
 pooled log-variance statistic ``z`` standardised by its permutation standard
 deviation, failing at ``|z| > 3.29``). Here, for each configuration the test
 runs, the same statistic with the lazy path made 5 % wrong: its noise
-multiplier x 1.05 ("noise std"), or, with momentum, its catch-up tables built
-with the per-step noise scale x 1.05 (the momentum recursion's covariance x
-1.1025). ``z`` is approximately normal with unit variance around its mean
+multiplier x 1.05 ("noise std"), or, with momentum, the catch-up of pending
+momentum noise built with the per-step noise scale x 1.05 (the momentum
+recursion's covariance x 1.1025; ``tests/test_engine.py::scale_momentum_covariance``). ``z`` is approximately normal with unit variance around its mean
 (the permutation standard deviation), so the probability that the test
 detects the error is ``Φ(z − 3.29) + Φ(−z − 3.29)``, evaluated at the
 measured ``z`` (one draw of it: the estimate is itself ±1 in ``z``; the
@@ -21,7 +21,6 @@ Run: ``python benchmarks/bench_noise_power.py`` (several minutes on a loaded
 ``noise_power.md``.
 """
 
-import json
 import os
 import pathlib
 import sys
@@ -33,11 +32,10 @@ from scipy import stats
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from _common import library_fingerprint  # noqa: E402
+from _common import library_fingerprint, write_results  # noqa: E402
 
 from tests import test_engine as te  # noqa: E402
 
-RESULTS = ROOT / "benchmarks" / "results"
 # (k, average_start, momentum, l2): three of the six configurations the test runs
 # (plain, momentum, momentum + weight decay with k = 3 outputs): each costs about
 # 2 minutes per 1,000 runs on the shared machine. The second is the configuration
@@ -64,16 +62,14 @@ def main():
         if momentum:
             cases["momentum covariance x 1.05^2"] = "tables"
         for label, lazy_cfg in cases.items():
-            real = _lazy.advance_momentum_tables
+            real = _lazy.lazy_momentum_steps, _lazy.advance_momentum_tables
             if lazy_cfg == "tables":
-                _lazy.advance_momentum_tables = (
-                    lambda k_, eta, same, m, lam, c, *rest: real(k_, eta, same, m, lam,
-                                                                 1.05 * c, *rest))
+                te.scale_momentum_covariance(setattr, 1.05)
                 lazy_cfg = cfg
             try:
                 lazy = te.released_models(oracle, n, lazy_cfg, k, eager=False)
             finally:
-                _lazy.advance_momentum_tables = real
+                _lazy.lazy_momentum_steps, _lazy.advance_momentum_tables = real
             p_min, z = te.compare_runs(eager, lazy)
             rows.append(dict(k=k, average_start=average_start, momentum=momentum, l2=l2,
                              case=label, ks_p_min_bonferroni=float(p_min), z=float(z),
@@ -85,8 +81,6 @@ def main():
                 runs_per_side=te._POWER_RUNS, columns=te._POWER_D, sigma=te._POWER_SIGMA,
                 threshold=te._Z_LEVEL, machine="shared (six agents, 2 cores)",
                 **library_fingerprint())
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "noise_power.json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1))
     lines = ["# Power of the lazy-vs-eager noise comparison (`benchmarks/bench_noise_power.py`)",
              "", f"{date}; load average {load_start:.2f} -> {meta['load_end']:.2f} (shared "
              "machine; no timing is reported). 1,000 runs per side, 40 sparse columns, "
@@ -99,8 +93,7 @@ def main():
         lines.append(f"| {r['k']} | {r['average_start']} | {r['momentum']:g} | {r['l2']:g} | "
                      f"{r['case']} | {r['z']:.2f} | {min(1.0, r['ks_p_min_bonferroni']):.3g} | "
                      f"{pw} | {pw1} |")
-    (RESULTS / "noise_power.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_results("noise_power", meta, rows, lines)  # noise_power.json, noise_power.md
 
 
 if __name__ == "__main__":

@@ -31,7 +31,6 @@ Run: ``python benchmarks/bench_public_n.py`` (a few seconds); writes
 ``benchmarks/results/public_n.json`` and ``public_n.md``.
 """
 
-import json
 import math
 import os
 import pathlib
@@ -42,12 +41,11 @@ import numpy as np
 from scipy import stats
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from _common import library_fingerprint  # noqa: E402
+from _common import library_fingerprint, write_results  # noqa: E402
 
 from sklearn_fdp import accounting  # noqa: E402
 from sklearn_fdp._budget import _auto_batch_size  # noqa: E402
 
-RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 DELTA = 1e-5
 SIGMAS = (1.0, 2.0, 4.0)
 NS = (8, 32, 64, 100, 400)
@@ -124,8 +122,6 @@ def main():
     rows = [one(n, s, r) for r in RULES for s in SIGMAS for n in NS]
     meta = dict(date=date, load_start=load_start, load_end=os.getloadavg()[0],
                 delta=DELTA, machine="shared (six agents, 2 cores)", **library_fingerprint())
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "public_n.json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1))
     lines = ["# What the public-n convention costs near q = 1 (`benchmarks/bench_public_n.py`)",
              "", f"{date}; load average {load_start:.2f} -> {meta['load_end']:.2f} "
              "(shared machine; the figures are exact computations, not timings). "
@@ -137,8 +133,7 @@ def main():
         lines.append(f"| {r['rule']} | {r['sigma']:g} | {r['n']} | {r['batch']}, "
                      f"{r['batch_next']} | {r['q']:.3f} | {r['true_epsilon']:.3f} | "
                      f"{r['claimed_epsilon']:.3f} | {r['ratio']:.2f}× |")
-    (RESULTS / "public_n.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_results("public_n", meta, rows, lines)  # public_n.json, public_n.md
 
 
 if __name__ == "__main__":

@@ -644,8 +644,8 @@ default="truncated_negative_binomial"
             # The score's predict is held back too, and never re-emitted: what it
             # says (e.g. an encoder's unknown-category warning) depends on the
             # private validation rows, without noise, and its count on K.
-            with _held_output():
-                correct = _correct_count(est, X_val, y_val)
+            with _held_output():  # (no validation row drawn: the count is 0)
+                correct = _correct_count(est, X_val, y_val) if len(val_idx) else 0.0
             score = _noisy_score(correct, float(self.score_noise_multiplier), noise_rng,
                                  n_val)
             if best is None or score > best[0]:
