@@ -10,8 +10,10 @@ deviation, failing at ``|z| > 3.29``). Here, for each configuration the test
 runs, the same statistic with the lazy path made 5 % wrong: its noise
 multiplier x 1.05 ("noise std"), or, with momentum, the catch-up of pending
 momentum noise built with the per-step noise scale x 1.05 (the momentum
-recursion's covariance x 1.1025; ``tests/test_engine.py::scale_momentum_covariance``). ``z`` is approximately normal with unit variance around its mean
-(the permutation standard deviation), so the probability that the test
+recursion's covariance x 1.1025;
+``tests/test_engine.py::scale_momentum_covariance``). ``z`` is approximately
+normal with unit variance around its mean (the permutation standard
+deviation), so the probability that the test
 detects the error is ``Φ(z − 3.29) + Φ(−z − 3.29)``, evaluated at the
 measured ``z`` (one draw of it: the estimate is itself ±1 in ``z``; the
 column "power at z − 1" gives the conservative figure).

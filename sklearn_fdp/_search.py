@@ -279,8 +279,9 @@ default="truncated_negative_binomial"
     the best configuration on all rows would be one more private fit.
     ``n`` is public, and so are the realised split sizes (the released
     model's sampling rate shows its training size), under the same
-    convention as every fit's ``n`` (quantified in the threat model). Grid search (every configuration,
-    a fixed count) is not covered by this theorem and is not offered.
+    convention as every fit's ``n`` (quantified in the threat model). Grid
+    search (every configuration, a fixed count) is not covered by this
+    theorem and is not offered.
 
     References
     ----------

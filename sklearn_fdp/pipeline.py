@@ -394,7 +394,8 @@ def audit_preprocessing(pipeline):
     feeding every output from every input: a stateless one that feeds public
     outputs is ``"mix"`` (it may write a protected value into a public
     column), and the pipeline is not certified private. Inside a
-    ColumnTransformer branch such a step reads only its branch's columns. A step is taken to learn from the data unless
+    ColumnTransformer branch such a step reads only its branch's columns.
+    A step is taken to learn from the data unless
     it is private, sklearn tags it stateless, it is a ``FunctionTransformer``
     or a ``FrozenEstimator`` (fitted elsewhere: make sure it was on public
     data), or an ``OneHotEncoder``/``OrdinalEncoder`` with explicit

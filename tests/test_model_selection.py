@@ -488,7 +488,8 @@ def test_nothing_observable_depends_on_k(monkeypatch, caplog, capsys, case):
     if case == "failing":
         assert one["raised"][0] is ValueError
     else:
-        assert one["raised"] is None and one["printed"][0] and one["warned"]  # released trial's fit still speaks
+        # The released trial's fit still speaks.
+        assert one["raised"] is None and one["printed"][0] and one["warned"]
     if case == "chatty_pipeline":
         chatty = [w for w in one["warned"] if "chatty" in w[1]]
         assert len(chatty) == 1 and "rows" in chatty[0][1]  # its fit's
