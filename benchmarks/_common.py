@@ -39,3 +39,12 @@ def write_results(stem, meta, rows, lines):
     (results / f"{stem}.json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1))
     (results / f"{stem}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
+
+
+def table_head(title, meta, note, text, columns):
+    """The first lines of a results table: title, date and load average (with a note on
+    the machine), a line of text, the header."""
+    return [f"# {title}", "",
+            f"{meta['date']}; load average {meta['load_start']:.2f} -> {meta['load_end']:.2f} "
+            f"({note}). {text}", "", "| " + " | ".join(columns) + " |",
+            "|" + "---|" * len(columns)]

@@ -34,7 +34,7 @@ from scipy import stats
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from _common import library_fingerprint, write_results  # noqa: E402
+from _common import library_fingerprint, table_head, write_results  # noqa: E402
 
 from tests import test_engine as te  # noqa: E402
 
@@ -83,18 +83,17 @@ def main():
                 runs_per_side=te._POWER_RUNS, columns=te._POWER_D, sigma=te._POWER_SIGMA,
                 threshold=te._Z_LEVEL, machine="shared (six agents, 2 cores)",
                 **library_fingerprint())
-    lines = ["# Power of the lazy-vs-eager noise comparison (`benchmarks/bench_noise_power.py`)",
-             "", f"{date}; load average {load_start:.2f} -> {meta['load_end']:.2f} (shared "
-             "machine; no timing is reported). 1,000 runs per side, 40 sparse columns, "
-             "σ = 2; the test fails at |z| > 3.29 or a KS p < 1e-3 (Bonferroni).", "",
-             "| k | average_start | momentum | l2 | lazy path | z | KS p (Bonferroni) | "
-             "power | power at z − 1 |", "|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        pw = "—" if r["power"] is None else f"{r['power']:.4f}"
-        pw1 = "—" if r["power_at_z_minus_1"] is None else f"{r['power_at_z_minus_1']:.4f}"
-        lines.append(f"| {r['k']} | {r['average_start']} | {r['momentum']:g} | {r['l2']:g} | "
-                     f"{r['case']} | {r['z']:.2f} | {min(1.0, r['ks_p_min_bonferroni']):.3g} | "
-                     f"{pw} | {pw1} |")
+    lines = table_head(
+        "Power of the lazy-vs-eager noise comparison (`benchmarks/bench_noise_power.py`)",
+        meta, "shared machine; no timing is reported", "1,000 runs per side, 40 sparse "
+        "columns, σ = 2; the test fails at |z| > 3.29 or a KS p < 1e-3 (Bonferroni).",
+        ["k", "average_start", "momentum", "l2", "lazy path", "z", "KS p (Bonferroni)",
+         "power", "power at z − 1"])
+    fmt = "{:.4f}".format
+    lines += [f"| {r['k']} | {r['average_start']} | {r['momentum']:g} | {r['l2']:g} | "
+              f"{r['case']} | {r['z']:.2f} | {min(1.0, r['ks_p_min_bonferroni']):.3g} | "
+              f"{'—' if r['power'] is None else fmt(r['power'])} | "
+              f"{'—' if r['power'] is None else fmt(r['power_at_z_minus_1'])} |" for r in rows]
     write_results("noise_power", meta, rows, lines)  # noise_power.json, noise_power.md
 
 

@@ -41,7 +41,7 @@ import numpy as np
 from scipy import stats
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from _common import library_fingerprint, write_results  # noqa: E402
+from _common import library_fingerprint, table_head, write_results  # noqa: E402
 
 from sklearn_fdp import accounting  # noqa: E402
 from sklearn_fdp._budget import _auto_batch_size  # noqa: E402
@@ -122,17 +122,15 @@ def main():
     rows = [one(n, s, r) for r in RULES for s in SIGMAS for n in NS]
     meta = dict(date=date, load_start=load_start, load_end=os.getloadavg()[0],
                 delta=DELTA, machine="shared (six agents, 2 cores)", **library_fingerprint())
-    lines = ["# What the public-n convention costs near q = 1 (`benchmarks/bench_public_n.py`)",
-             "", f"{date}; load average {load_start:.2f} -> {meta['load_end']:.2f} "
-             "(shared machine; the figures are exact computations, not timings). "
-             f"One step, δ = {DELTA:g}; true ε of the pair (n rows, n + 1 rows) vs the "
-             "larger ε the two fits claim.", "",
-             "| rule | σ | n | batch (n, n+1) | q | true ε | claimed ε | true / claimed |",
-             "|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['rule']} | {r['sigma']:g} | {r['n']} | {r['batch']}, "
-                     f"{r['batch_next']} | {r['q']:.3f} | {r['true_epsilon']:.3f} | "
-                     f"{r['claimed_epsilon']:.3f} | {r['ratio']:.2f}× |")
+    lines = table_head(
+        "What the public-n convention costs near q = 1 (`benchmarks/bench_public_n.py`)",
+        meta, "shared machine; the figures are exact computations, not timings", "One step, "
+        f"δ = {DELTA:g}; true ε of the pair (n rows, n + 1 rows) vs the larger ε the two "
+        "fits claim.", ["rule", "σ", "n", "batch (n, n+1)", "q", "true ε", "claimed ε",
+                        "true / claimed"])
+    lines += [f"| {r['rule']} | {r['sigma']:g} | {r['n']} | {r['batch']}, {r['batch_next']} | "
+              f"{r['q']:.3f} | {r['true_epsilon']:.3f} | {r['claimed_epsilon']:.3f} | "
+              f"{r['ratio']:.2f}× |" for r in rows]
     write_results("public_n", meta, rows, lines)  # public_n.json, public_n.md
 
 
