@@ -19,14 +19,21 @@ _AUTO_PLD_MAX_EPSILON = 10.0
 
 
 def _auto_batch_size(n_samples):
-    """Default expected batch size: ``clip(round(sqrt(n) * 8), 64, 4096)``.
+    """Default expected batch size: ``clip(round(sqrt(n) * 8), 64, 4096)``, at most ``n - 1``.
 
     Larger batches cut the noise per step (σ C / (q n)) while the number of
     steps for a fixed number of epochs shrinks; for linear models the sweet
     spot measured on Adult's validation split (see
     ``benchmarks/bench_adult.py``) grows roughly like ``sqrt(n)``.
+
+    Never ``q = 1`` (issue 30): up to n = 64 the rule gave ``B = n``, and the
+    neighbour with one row more ran at ``q = 64/65``; the accountant, which
+    treats ``n`` as public, then understates ε up to 7.7x (one step, σ = 1;
+    ``benchmarks/bench_public_n.py``). With ``B = n - 1`` the batch grows in
+    step with ``n`` and the same toy's cost is at most 1.07x.
     """
-    return int(min(max(round(8 * math.sqrt(n_samples)), 64), 4096, n_samples))
+    return int(min(max(round(8 * math.sqrt(n_samples)), 64), 4096,
+                   max(1, n_samples - 1)))
 
 
 def check_budget_params(est):

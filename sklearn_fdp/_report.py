@@ -8,7 +8,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import accounting
 from ._steps import learns_from_data, plan_of
-from .pipeline import _trace
+from .pipeline import _trace, mixes_rows
 
 __all__ = ["PrivacyReport", "privacy_report"]
 
@@ -344,7 +344,15 @@ def privacy_report(estimator, delta=None, *, pld=True):
                     "figures computed from the private records without noise, a release "
                     "the DP guarantee does not cover; the fitted object is NOT private "
                     "(delete them before sharing it)")
-        if mixes:
+        if mixes and not mixes_rows(est):
+            warnings_.append(
+                f"step {label!r} ({type(est).__name__}) has no column map: the tracer "
+                "cannot tell which inputs each of its outputs reads, so public columns of "
+                f"the final step may carry protected column(s) {row['columns']!r}; the "
+                "fitted pipeline is NOT certified private (declare the map: "
+                "feature_names_out='one-to-one' for a column-wise function, or "
+                "__fdp_column_map__())")
+        elif mixes:
             warnings_.append(
                 f"step {label!r} ({type(est).__name__}) divides every column by the row "
                 f"norm, which includes protected column(s) {row['columns']!r}: the public "

@@ -52,7 +52,12 @@ PreprocessingStep.__doc__ = """A fitted preprocessing step, as :func:`audit_prep
   :class:`~sklearn.preprocessing.Normalizer`,
   :class:`~sklearn_fdp.preprocessing.PrivateMeanCenterer` with row scaling)
   whose public output columns depend on protected ones through the row norm;
-  a private step that mixes is ``"mix"``, not ``"private"``;
+  a private step that mixes is ``"mix"``, not ``"private"``. Also a step
+  without a column map (its outputs cannot be mapped to the inputs they read:
+  no ``get_feature_names_out``, names that are not ``<input>_<suffix>``, no
+  ``__fdp_column_map__()``) that feeds public outputs: it may write a
+  protected value into a public column, and what the tracer cannot show is
+  not certified;
 * ``"public"``: learnt from public columns only (free under feature DP);
 * ``"free"``: learns nothing from the data;
 * ``"private"``: a private step with its own ``dp_event_``.
@@ -141,6 +146,9 @@ def _column_blocks(est, in_names, n_in, out_names):
     Returns a list (one entry per output column) of lists of input indices,
     or None when the step is opaque (every output may depend on every input).
     """
+    declared = getattr(est, "__fdp_column_map__", None)
+    if callable(declared):  # the step says which inputs each output reads
+        return [[int(j) for j in block] for block in declared()]
     if out_names is None or n_in is None:
         return None
     inner = getattr(est, "estimator", None) if type(est).__name__ == "FrozenEstimator" else None
@@ -264,10 +272,12 @@ class _Tracer:
                          if in_names is not None and idx is not None else None)
             sub = self.trace(trans, f"{path}__{name}" if path else name, local, sub_names,
                              None if idx is None else len(idx))
-            if sub is None or idx is None:
+            if idx is None:
                 # Cannot tell which input columns: all of them (keep tracing the rest).
                 every_input = every_input or sub is None or bool(sub)
                 continue
+            if sub is None:  # an opaque step reads, at most, its own columns
+                sub = range(len(idx))
             reached.update(idx[j] for j in sub)
         return None if every_input else reached
 
@@ -287,11 +297,16 @@ class _Tracer:
         else:
             reached = {j for i in private_out if i < len(blocks) for j in blocks[i]}
         n_out = len(out_names) if out_names is not None else n_in
-        if mixes_rows(est) and (reached is None or reached) and (
-                private_out is not None and n_out is not None and len(private_out) < n_out):
+        feeds_public = (private_out is not None and (n_out is None or len(private_out) < n_out))
+        if mixes_rows(est) and (reached is None or reached) and feeds_public:
             # Public outputs scaled by a row norm that has protected terms (a
             # private step too: its dp_event_ covers its fitted state, not the
             # row-wise map its transform applies to every record).
+            status = "mix"
+        elif blocks is None and reached is None and feeds_public and not is_private_step(est):
+            # No column map (e.g. FunctionTransformer(lambda X: np.c_[X, X.sum(1)])):
+            # any output may read any input, so a public output may carry a
+            # protected value. What cannot be shown is not certified.
             status = "mix"
         elif is_private_step(est):
             status = "private"
@@ -373,9 +388,14 @@ def audit_preprocessing(pipeline):
     Notes
     -----
     Conservative where it cannot trace: a step whose output columns cannot
-    be mapped to its input columns (no ``get_feature_names_out``, or names
-    that are not ``<input>_<suffix>``) counts as feeding every protected
-    output from every input. A step is taken to learn from the data unless
+    be mapped to its input columns (no ``get_feature_names_out``, names
+    that are not ``<input>_<suffix>``, and no ``__fdp_column_map__()``
+    declaring, per output column, the input columns it reads) counts as
+    feeding every output from every input: a stateless one that feeds public
+    outputs is ``"mix"`` (it may write a protected value into a public
+    column), and the pipeline is not certified private. Inside a
+    ColumnTransformer branch such a step reads only its branch's columns.
+    A step is taken to learn from the data unless
     it is private, sklearn tags it stateless, it is a ``FunctionTransformer``
     or a ``FrozenEstimator`` (fitted elsewhere: make sure it was on public
     data), or an ``OneHotEncoder``/``OrdinalEncoder`` with explicit
@@ -408,6 +428,8 @@ def _trace(pipeline):
     if private_out is not None and n_out is not None and private_in is not None:
         public_out = set(range(n_out)) - private_out
         public_in = _Tracer(False).chain(chain, "", public_out, in_names, n_in)
+        if public_in is None and public_out:  # untraceable: every input may feed them
+            public_in = set(range(n_in)) if n_in is not None else set(private_in)
         if public_in is not None:
             split = _column_labels(private_in & public_in, in_names, n_in)
     protected = None if private_in is None else _column_labels(private_in, in_names, n_in)
@@ -423,7 +445,23 @@ def _split_message(columns, final_name):
     )
 
 
+def _opaque_message(step, final_name):
+    return (
+        f"Step {step.name!r} ({type(step.estimator).__name__}) has no column map: the "
+        "tracer cannot tell which inputs each of its outputs reads, so the columns "
+        f"{final_name} treats as public may carry the protected column(s) "
+        f"{step.columns!r} (e.g. a FunctionTransformer that appends a row sum). The "
+        "pipeline is not certified private. Declare the map: "
+        "FunctionTransformer(feature_names_out='one-to-one') for a column-wise function, "
+        "names '<input>_<suffix>' from get_feature_names_out, or a method "
+        "__fdp_column_map__() returning, per output column, the input columns it reads; "
+        "or keep the step inside a ColumnTransformer branch of public columns only."
+    )
+
+
 def _leak_message(step, final_name):
+    if step.status == "mix" and not mixes_rows(step.estimator):
+        return _opaque_message(step, final_name)
     if step.status == "mix":
         per_block = ""
         if is_private_step(step.estimator):

@@ -291,8 +291,8 @@ max_grad_norm : float, default=1.0
     "mlp_batch_size": """\
 batch_size : int or "auto", default="auto"
     Expected Poisson batch size ``q n``. ``"auto"``:
-    ``clip(round(8 sqrt(n)), 64, 4096)`` (about ``n / 16``, the paper's
-    sampling rate, for n = 16,000).""",
+    ``clip(round(8 sqrt(n)), 64, 4096)``, at most ``n - 1`` (never
+    ``q = 1``; about ``n / 16``, the paper's sampling rate, for n = 16,000).""",
     "mlp_learning_rate": """\
 learning_rate : float, default=0.1
     Step size (the paper's 0.1), > 0.""",
