@@ -7,6 +7,13 @@
 # and `bench` install [test] (torch, dask, hypothesis, pytest-xdist, ...),
 # which contains [plot], so it stamps both levels.
 PYTHON ?= python3
+# CPU-only torch: `make test TORCH_INDEX=https://download.pytorch.org/whl/cpu` installs
+# [test]'s torch pin from that index first, so that `.[test]` keeps it instead of
+# pulling the CUDA build from PyPI (gigabytes). Empty (the default): pip's own
+# configuration decides (its index, or find-links with a local CPU wheel), so CI
+# never depends on an index it may not reach. README "Install" says the same.
+TORCH_INDEX ?=
+TORCH_PIN := $(shell sed -n 's/.*"\(torch==[^"]*\)".*/\1/p' pyproject.toml | head -n 1)
 VENV := .venv
 BIN := $(VENV)/bin
 HASH := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
@@ -28,6 +35,7 @@ $(DEMO_STAMP): pyproject.toml
 $(TEST_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(if $(TORCH_INDEX),$(BIN)/python -m pip install --quiet "$(TORCH_PIN)" --index-url $(TORCH_INDEX))
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	rm -f $(VENV)/.installed-*
 	touch $(TEST_STAMP) $(DEMO_STAMP)
