@@ -23,7 +23,7 @@ TEST_STAMP := $(VENV)/.installed-test-$(HASH)
 DOCS_VENV := .venv-docs
 DOCS_STAMP := $(DOCS_VENV)/.installed-docs-$(HASH)
 
-.PHONY: demo test test-fast bench docs clean
+.PHONY: demo test test-slow test-fast bench docs clean
 
 $(DEMO_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -44,9 +44,14 @@ $(TEST_STAMP): pyproject.toml
 demo: $(DEMO_STAMP)
 	$(BIN)/python examples/adult_demo.py
 
-## The whole test suite (what CI runs).
+## The test suite without the slow checks, serially (CI's first job; README gives its time).
 test: $(TEST_STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m "not slow"
+
+## The slow checks alone (@pytest.mark.slow: statistical checks, the fingerprints of
+## every fit, the docs' CLI transcripts); CI runs them as a job of their own.
+test-slow: $(TEST_STAMP)
+	$(BIN)/python -m pytest -m slow
 
 ## Without the slow checks, on every core (pytest-xdist); about 2 minutes.
 test-fast: $(TEST_STAMP)
