@@ -612,17 +612,18 @@ class _BaseMLPFeatureDP(BaseEstimator):
               public_batch_size=run["public_batch_size"], on_epoch=self._epoch_printer(plan))
         trainer.write_back()
         # A check of the released (DP) weights and public quantities only:
-        # post-processing, no privacy cost. The cause (learning rate, noise, or
-        # the scale of X: the public gradient of pretraining and of ℓ_pub is not
-        # clipped) is named; a regressor's weights on the mapped target also
-        # count as diverged when they explode (sklearn_fdp._divergence).
+        # post-processing, no privacy cost. Non-finite weights raise, naming the
+        # cause (learning rate, noise, or the scale of X: the public gradient of
+        # pretraining and of ℓ_pub is not clipped; sklearn_fdp._divergence).
+        # Large finite weights do not: hidden weights have no fixed scale, and a
+        # regressor's predictions are clipped to y_bounds.
         check_not_diverged(
             self, [p.detach().cpu().double().numpy() for p in trainer.module.parameters()],
             learning_rate=self.learning_rate,
             noise_multiplier=float(run["alpha"]) * float(plan.noise_multiplier),
             max_grad_norm=self.max_grad_norm, steps=plan.schedule.steps,
             batch_size=plan.schedule.batch_size, momentum=self.momentum,
-            mapped=isinstance(self, RegressorMixin))
+            mapped=False)
 
         for key, value in fitted.items():
             setattr(self, key, value)
