@@ -654,7 +654,12 @@ def test_report_says_which_encoders_were_learnt_from_the_data(data, capsys):
     assert "learnt" not in text and "data-independent" in text
 
 
-def test_progress_lines_for_every_phase(data, capsys):
+def test_progress_lines_for_every_phase(data, capsys, monkeypatch):
+    from sklearn_fdp import cli
+
+    # --quiet speaks only for a phase past QUIET_AFTER_S (5 s: a busy machine's
+    # first numba compile can take that long); out of reach here.
+    monkeypatch.setattr(cli, "QUIET_AFTER_S", 600.0)
     tmp, train, _ = data
     assert _train(train, tmp / "m.skops", quiet=False) == 0
     err = capsys.readouterr().err
@@ -776,7 +781,10 @@ def test_quiet_still_says_a_long_phase_is_running(data, capsys, monkeypatch):
     assert "still " in err and "--quiet: shown after 0 s" in err
 
 
-def test_quiet_is_silent_on_short_phases(data, capsys):
+def test_quiet_is_silent_on_short_phases(data, capsys, monkeypatch):
+    from sklearn_fdp import cli
+
+    monkeypatch.setattr(cli, "QUIET_AFTER_S", 600.0)  # every phase here is shorter
     tmp, train, _ = data
     assert _train(train, tmp / "m.skops") == 0
     assert "still " not in capsys.readouterr().err
