@@ -17,6 +17,15 @@ Documented behaviours (see docs/threat_model.md, "Inputs"):
 * Sparse CSR input (DPSGDClassifier, FeatureDPLogisticRegression): explicit
   zeros behave like absent entries; the other estimators reject sparse input.
 * δ >= 1/n: PrivacyLeakWarning (the fit goes on).
+* Regressors (issue 31): predictions clipped to ``y_bounds``; rows far beyond
+  norm 1 warn (``DPSGDRegressor``; ``FeatureDPLinearRegression`` about its
+  public bound); a huge learning rate, noise or scale raises "diverged" naming
+  that cause, and a fitted model is kept.
+* ``PrivateRandomizedSearchCV`` validates every row before its split: the same
+  error wherever the bad row falls; 1-D X: scikit-learn's message (also from
+  ``make_tabular_preprocessor``).
+* ε = 1e300: a fit (the DP-SGD noise floor, spending less) or the library's
+  error naming the largest budget, never SciPy's.
 """
 
 import copy
