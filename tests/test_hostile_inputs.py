@@ -809,7 +809,7 @@ SCHEMA = {"numeric": {"age": {"bounds": [17, 90]}, "income": {"bounds": [0, 1e5]
           "categorical": {"sex": {"categories": ["F", "M"]}}, "protected": ["sex"]}
 
 
-def _frame():
+def _schema_frame():
     return pd.DataFrame({"age": [30.0, 95.0, 41.0], "income": [5e4, 0.0, 2e4],
                          "sex": ["F", "M", "F"]})
 
@@ -823,7 +823,7 @@ def test_schema_preprocessor_1d_input_gets_sklearns_message(input_columns):
     pre = make_tabular_preprocessor(schema)
     with pytest.raises(ValueError, match="Expected 2D array, got 1D array"):
         pre.fit(np.array([30.0, 40.0, 50.0]))
-    pre.fit(_frame())  # the 2-D frame still fits
+    pre.fit(_schema_frame())  # the 2-D frame still fits
     # transform: scikit-learn's ColumnTransformer checks the width first.
     with pytest.raises(ValueError, match="Expected 2D array|does not contain any features"):
         pre.transform(np.array([30.0, 40.0, 50.0]))
@@ -834,7 +834,7 @@ def test_schema_preprocessor_1d_input_gets_sklearns_message(input_columns):
 def test_schema_preprocessor_broken_numeric_cells(value, match):
     from sklearn_fdp.preprocessing import make_tabular_preprocessor
 
-    X = _frame().astype({"age": object})
+    X = _schema_frame().astype({"age": object})
     X.loc[1, "age"] = value
     X0 = X.copy()
     with pytest.raises(ValueError, match=match):
