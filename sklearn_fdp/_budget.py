@@ -106,6 +106,40 @@ def resolve_accountant(est, epsilon):
     return "rdp"
 
 
+# With verbose, a calibration still running after this many seconds says so.
+SLOW_CALIBRATION_S = 3.0
+
+
+class slow_calibration_notice:
+    """Context manager: with ``est.verbose``, one line on stdout (where the epoch
+    lines go) if the calibration inside runs past :data:`SLOW_CALIBRATION_S`
+    (a tiny ε, many steps, the PLD accountant), so that no long wait is silent."""
+
+    def __init__(self, est):
+        self.est = est
+        self.timer = None
+
+    def __enter__(self):
+        if getattr(self.est, "verbose", 0):
+            import sys
+            import threading
+
+            est = self.est
+            line = (f"[{type(est).__name__}] calibrating the noise to epsilon={est.epsilon!r} "
+                    f"at delta={est.delta!r}: still running after {SLOW_CALIBRATION_S:g} s "
+                    "(a small epsilon or many steps; the result is cached for the next fit)")
+            self.timer = threading.Timer(SLOW_CALIBRATION_S,
+                                         lambda: print(line, file=sys.stdout, flush=True))
+            self.timer.daemon = True
+            self.timer.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self.timer is not None:
+            self.timer.cancel()
+        return False
+
+
 def calibrate_dpsgd(est, sampling_rate, steps, other_events=()):
     """``(σ, event, ε, accountant)`` of DP-SGD steps composed with ``other_events``.
 
@@ -118,15 +152,16 @@ def calibrate_dpsgd(est, sampling_rate, steps, other_events=()):
     others = tuple(other_events)
     if est.noise_multiplier is None:
         accountant = resolve_accountant(est, est.epsilon)
-        sigma = accounting.calibrate_noise_multiplier(
-            est.epsilon,
-            est.delta,
-            sampling_rate,
-            steps,
-            accountant=accountant,
-            neighboring=est.neighboring,
-            other_events=others,
-        )
+        with slow_calibration_notice(est):
+            sigma = accounting.calibrate_noise_multiplier(
+                est.epsilon,
+                est.delta,
+                sampling_rate,
+                steps,
+                accountant=accountant,
+                neighboring=est.neighboring,
+                other_events=others,
+            )
     else:
         sigma = float(est.noise_multiplier)
     event = accounting.compose_events(

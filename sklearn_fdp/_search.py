@@ -16,13 +16,20 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from scipy import stats
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_regressor
 from sklearn.utils import check_random_state, get_tags
 from sklearn.utils._indexing import _safe_indexing
 from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import _num_samples, check_is_fitted, indexable
+from sklearn.utils.validation import (
+    _assert_all_finite,
+    _num_samples,
+    check_array,
+    check_is_fitted,
+    indexable,
+)
 
 from . import accounting
 from ._progress import progress_hook
@@ -37,6 +44,7 @@ from ._validation import (
     _fit_context,
     _routing_enabled,
     check_numeric_columns,
+    check_row_norms_finite,
     process_routing,
 )
 from .exceptions import PrivacyLeakWarning
@@ -79,6 +87,31 @@ def _final_step_input(est, X_train, y_train):
     if getattr(steps[-1][1], "steps", None):  # a nested Pipeline last: recurse into it
         return _final_step_input(steps[-1][1], Xt, y_train)
     return Xt.shape[1], names
+
+
+def _check_every_row(estimator, X, y):
+    """Validate all of ``X`` and ``y`` as a trial's ``fit`` validates its training rows.
+
+    Before the split, so that a NaN label or an overflowing cell raises the
+    same error wherever it falls (a trial's fit checks only its training rows;
+    the validation rows were scored silently). 1-D ``X``: scikit-learn's
+    "Expected 2D array" message. ``y``: no NaN or infinity (a Pipeline's
+    preprocessing never sees it). ``X`` of a bare estimator: finite, numeric,
+    no row whose squared norm overflows (a Pipeline's first step checks its
+    own input: it may impute or encode). Arrays, sparse matrices and
+    DataFrames only: a lazy or out-of-core source is checked by each trial.
+    """
+    if not (isinstance(X, np.ndarray) or sp.issparse(X) or hasattr(X, "iloc")):
+        return
+    if getattr(X, "ndim", 2) == 1:
+        check_array(X, accept_sparse="csr", dtype=None, ensure_all_finite=False)
+    y_arr = np.asarray(y)
+    if y_arr.dtype.kind in "fc":
+        _assert_all_finite(y_arr, allow_nan=False, input_name="y")
+    if _final(estimator) is estimator:
+        Xc = check_array(X, accept_sparse="csr", dtype="numeric", ensure_all_finite=True,
+                         input_name="X")
+        check_row_norms_finite(Xc, type(estimator).__name__)
 
 
 def _final_prefix(est):
@@ -532,6 +565,7 @@ default="truncated_negative_binomial"
         # preprocessing may encode text columns: its steps check their input.
         if _final(self.estimator) is self.estimator:
             check_numeric_columns(self, X)
+        _check_every_row(self.estimator, X, y)
         n_samples = _num_samples(y)
         # The score divides by the expected validation size (public), never
         # by the realised one (a function of the split's coins).

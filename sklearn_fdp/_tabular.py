@@ -535,11 +535,11 @@ def make_tabular_preprocessor(schema, *, scale_rows="constant", order="protected
     array([[0.178, 0.783, 1.   , 0.   ],
            [1.   , 0.   , 0.   , 0.   ]])
     """
-    from sklearn.compose import ColumnTransformer
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import FunctionTransformer, Normalizer, OneHotEncoder
 
     from ._bounded import BoundedScaler
+    from ._schema_columns import SchemaColumnTransformer
 
     canon = _canonical(schema)
     _check_scale_rows(scale_rows, canon)
@@ -573,7 +573,7 @@ def make_tabular_preprocessor(schema, *, scale_rows="constant", order="protected
                     else functools.partial(_select_columns, names=tuple(cols),
                                            input_columns=tuple(inputs)))
         parts.append((name, step, selector))
-    columns = ColumnTransformer(parts, remainder="drop", sparse_threshold=0.0)
+    columns = SchemaColumnTransformer(parts, remainder="drop", sparse_threshold=0.0)
     if scale_rows == "constant":
         total = math.fsum(_squared_bounds(canon).values())
         scale = FunctionTransformer(_scale_constant,

@@ -872,7 +872,12 @@ def _sigma_guess(epsilon, delta, sampling_rate, steps, neighboring):
         return sampling_rate * math.sqrt(steps * math.expm1(min(1 / sigma ** 2, 700.0)))
 
     try:
-        mu = 1.0 / float(dp_accounting.get_sigma_gaussian(float(epsilon), float(delta)))
+        # At huge ε (~1e200) the solver's bracket overflows: NumPy's "invalid value"
+        # warnings (the CLI printed them) and a ValueError, caught below.
+        import numpy as np
+
+        with np.errstate(all="ignore"):
+            mu = 1.0 / float(dp_accounting.get_sigma_gaussian(float(epsilon), float(delta)))
     except (ArithmeticError, ValueError):  # δ = 0, or out of its range
         return 1.0, -1.0
     if not (mu > 0 and math.isfinite(mu)):
@@ -1225,6 +1230,17 @@ def gaussian_noise_multiplier(
     _check_positive("epsilon", epsilon)
     _check_delta(delta)
     _check_choice("neighboring", neighboring, NEIGHBORING_RELATIONS)
+    # Beyond the ε of the noise floor the solver's bracket overflows (SciPy's
+    # "function value is NaN" at ε ~ 1e200) and the σ would be below the floor
+    # every calibration keeps (issue 31): name the limit instead.
+    largest = gaussian_epsilon(_SIGMA_FLOOR, delta, neighboring=neighboring)
+    if float(epsilon) > largest:
+        raise ValueError(
+            f"`epsilon`={epsilon!r} is above the largest budget a Gaussian release is "
+            f"calibrated for at delta={delta!r}: {largest:.6g}, the ε of noise multiplier "
+            f"{_SIGMA_FLOOR:g} (the floor of every calibration; less noise certifies "
+            f"nothing useful). Use epsilon <= {largest:.6g}, or give noise_multiplier "
+            "where the estimator takes one.")
     sigma = float(dp_accounting.get_sigma_gaussian(float(epsilon), float(delta)))
     if neighboring == "replace":
         sigma *= 2

@@ -39,7 +39,8 @@ pipeline; which of them ``train`` read off the (public) data is recorded in
 the model file, and ``report`` says so instead of calling those encoders
 data-independent.
 
-``train`` prints a line on stderr as each phase starts (``--quiet``: none).
+``train`` prints a line on stderr as each phase starts (``--quiet``: only for a
+phase still running after 5 s, so that no long wait is silent).
 ``import sklearn_fdp`` and this module load nothing heavy at import time, so
 ``--version`` and ``--help`` answer at once.
 """
@@ -197,7 +198,8 @@ def _build_parser():
                     help="seed of the batches and the noise (default: fresh randomness)")
     tr.add_argument("--out", required=True, help="where to write the model (.skops)")
     tr.add_argument("--quiet", action="store_true",
-                    help="no progress lines or bar on stderr (notes and warnings stay)")
+                    help="no progress lines or bar on stderr (notes and warnings stay; a "
+                         "phase still running after 5 s says so)")
     _add_sep(tr)
 
     ev = sub.add_parser("evaluate", help="score a saved model on a CSV file",
@@ -565,22 +567,53 @@ class _ProgressBar:
             self.bar.close()
 
 
+# --quiet still says a phase is running once it has run this long (seconds).
+QUIET_AFTER_S = 5.0
+
+
 class _Phases:
-    """One line on stderr as each phase of ``train`` starts, with the time since the start
-    (``--quiet``: none), so that no wait of more than a second is silent."""
+    """One line on stderr as each phase of ``train`` starts, with the time since the start,
+    so that no wait of more than a second is silent. ``--quiet``: a line only for a
+    phase still running after :data:`QUIET_AFTER_S` seconds (a calibration at a tiny
+    epsilon, a long fit), so that no long wait is silent either."""
 
     def __init__(self, quiet):
         self.quiet = quiet
         self.start = time.perf_counter()
+        self._timer = None
+
+    def _line(self, text):
+        print(f"[{time.perf_counter() - self.start:6.1f} s] {text}", file=sys.stderr,
+              flush=True)
 
     def __call__(self, text):
+        self.done()
         if not self.quiet:
-            print(f"[{time.perf_counter() - self.start:6.1f} s] {text}", file=sys.stderr,
-                  flush=True)
+            self._line(text)
+            return
+        import threading
+
+        self._timer = threading.Timer(QUIET_AFTER_S, self._line,
+                                      args=(f"still {text} (--quiet: shown after "
+                                            f"{QUIET_AFTER_S:g} s)",))
+        self._timer.daemon = True
+        self._timer.start()
+
+    def done(self):
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
 
 def _train(args):
     phase = _Phases(args.quiet)
+    try:
+        return _train_phases(args, phase)
+    finally:
+        phase.done()
+
+
+def _train_phases(args, phase):
     out_dir = os.path.dirname(os.path.abspath(args.out))
     if not os.path.isdir(out_dir):
         raise CLIError(f"--out {args.out!r}: directory {out_dir!r} does not exist.")
@@ -826,6 +859,12 @@ def _evaluate(args):
     X, y = _split_target(frame, args.target, args.csv)
     inputs, numeric = _model_inputs(model)
     missing = [c for c in inputs if c not in X.columns]
+    if args.target in missing:
+        raise CLIError(
+            f"--target {args.target!r} is an input column of the model (it was trained on it "
+            f"as a feature), not its label: --target removed it from the inputs. Give the "
+            f"label column the model was trained to predict; the model's input columns are "
+            f"{_columns_hint(inputs)}.")
     if missing:
         raise CLIError(
             f"{args.csv!r} lacks the column(s) {', '.join(repr(c) for c in missing)} the model "
@@ -927,6 +966,13 @@ def main(argv=None):
     except CLIError as exc:
         print(f"sklearn-fdp {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader went away (`sklearn-fdp report m.skops --json | head`): stop
+        # quietly, as other command-line tools do. Python flushes stdout again at
+        # exit, so point it at /dev/null first (the recipe of the signal docs).
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -416,3 +416,22 @@ def test_lean_chernoff_bounds_restore_scipy_even_on_error():
         thread.join()
     assert not errors
     assert common.special is special
+
+
+def test_verbose_says_when_a_calibration_runs_long(monkeypatch, capsys):
+    # A calibration at a tiny epsilon ran 142 s without a word; with verbose a
+    # calibration still running after SLOW_CALIBRATION_S prints one line (the
+    # threshold is 0 here, so the test does not wait), and without verbose none.
+    from sklearn_fdp import DPSGDClassifier, _budget
+
+    monkeypatch.setattr(_budget, "SLOW_CALIBRATION_S", 0.0)
+    monkeypatch.setenv("SKLEARN_FDP_CACHE_DIR", "")
+    est = DPSGDClassifier(epsilon=0.37, delta=1e-6, verbose=1)
+    est.privacy_plan(1234, 3)
+    import time
+
+    time.sleep(0.2)  # the timer thread prints
+    assert "calibrating the noise to epsilon=0.37" in capsys.readouterr().out
+    DPSGDClassifier(epsilon=0.38, delta=1e-6).privacy_plan(1234, 3)
+    time.sleep(0.2)
+    assert "calibrating" not in capsys.readouterr().out

@@ -46,6 +46,7 @@ from .._validation import (
 from .. import accounting
 from ..exceptions import FdpWarning
 from ..features import check_label_in_spec, resolve_feature_spec, spec_feature_names
+from ._base import clip_to_y_bounds
 
 if TYPE_CHECKING:  # annotations only
     from typing import Literal, Self
@@ -227,6 +228,9 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
     [[label_public_]]
     row_norm_bounds_ : tuple of (float, float)
         ``(B_P, B_Q)`` used.
+    y_bounds_ : tuple of (float, float)
+        ``(lo, hi)`` used: the target was clipped to it, and ``predict``
+        clips to it (post-processing, no privacy cost).
     block_noise_std_ : dict
         Noise std of the released entries of each noisy block: ``"QP"``
         (``X_QᵀX~_P``), ``"QQ"`` (``X_QᵀX_Q``: its diagonal; off-diagonal
@@ -421,6 +425,7 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         self.private_features_ = np.flatnonzero(~self.public_mask_)
         self.label_public_ = bool(self.label_public)
         self.row_norm_bounds_ = (layout.public_bound, layout.private_bound)
+        self.y_bounds_ = tuple(float(b) for b in y_bounds)
         self.block_noise_std_ = dict(plan["details"]["block_noise_std"])
         self.noise_scale_ = float(system.noise_scale)
         self.n_eigenvalues_raised_ = n_raised
@@ -547,7 +552,11 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
                                 private_bound=b_q, neighboring=self.neighboring)
 
     def predict(self, X: MatrixLike) -> np.ndarray:
-        """Predict with the released linear model.
+        """Predict with the released linear model, clipped to ``y_bounds_``.
+
+        The target never left ``y_bounds`` in training; clipping is
+        post-processing (no privacy cost). ``X @ coef_ + intercept_`` is
+        the unclipped model.
 
         Parameters
         ----------
@@ -560,8 +569,9 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", reset=False,
                           dtype=[np.float64, np.float32])
-        return np.asarray(safe_sparse_dot(X, self.coef_.astype(X.dtype, copy=False))) \
+        y_pred = np.asarray(safe_sparse_dot(X, self.coef_.astype(X.dtype, copy=False))) \
             + self.intercept_
+        return clip_to_y_bounds(y_pred, getattr(self, "y_bounds_", None))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -33,6 +33,7 @@ from .._budget import (
     dpsgd_schedule,
     resolve_public_batch_size,
 )
+from .._divergence import check_not_diverged
 from .._docs import fill_doc
 from ..exceptions import FdpWarning
 from .._mechanisms.fdp import PUBLIC_LOSSES
@@ -610,14 +611,19 @@ class _BaseMLPFeatureDP(BaseEstimator):
               momentum=self.momentum, public_steps=run["public_steps"],
               public_batch_size=run["public_batch_size"], on_epoch=self._epoch_printer(plan))
         trainer.write_back()
-        # A check of the released (DP) weights only: post-processing, no privacy cost.
-        if not all(bool(torch.isfinite(p).all()) for p in trainer.module.parameters()):
-            raise ValueError(
-                f"Training of {name} diverged: the trained weights are not finite. The "
-                "public gradient (public pretraining, and ℓ_pub of method='alg1') is not "
-                "clipped and grows with the scale of X. Scale the columns to a "
-                "data-independent range (e.g. [-1, 1]) or lower learning_rate."
-            )
+        # A check of the released (DP) weights and public quantities only:
+        # post-processing, no privacy cost. Non-finite weights raise, naming the
+        # cause (learning rate, noise, or the scale of X: the public gradient of
+        # pretraining and of ℓ_pub is not clipped; sklearn_fdp._divergence).
+        # Large finite weights do not: hidden weights have no fixed scale, and a
+        # regressor's predictions are clipped to y_bounds.
+        check_not_diverged(
+            self, [p.detach().cpu().double().numpy() for p in trainer.module.parameters()],
+            learning_rate=self.learning_rate,
+            noise_multiplier=float(run["alpha"]) * float(plan.noise_multiplier),
+            max_grad_norm=self.max_grad_norm, steps=plan.schedule.steps,
+            batch_size=plan.schedule.batch_size, momentum=self.momentum,
+            mapped=False)
 
         for key, value in fitted.items():
             setattr(self, key, value)
@@ -1242,7 +1248,9 @@ class MLPFeatureDPRegressor(RegressorMixin, _BaseMLPFeatureDP):
         The network's output ``f(x)`` (trained on the target mapped to
         [-1, 1]) mapped back: ``(lo + hi)/2 + f(x) (hi − lo)/2``. Computed
         in float64, in batches of rows (batch-invariant, as
-        :meth:`MLPFeatureDP.predict_proba`). Not clipped to ``y_bounds``.
+        :meth:`MLPFeatureDP.predict_proba`), then clipped to ``y_bounds_``
+        (the target never left it in training; post-processing, no privacy
+        cost).
 
         Parameters
         ----------
@@ -1255,7 +1263,7 @@ class MLPFeatureDPRegressor(RegressorMixin, _BaseMLPFeatureDP):
         """
         z = self._forward(X)[:, 0]
         lo, hi = self.y_bounds_
-        return (lo + hi) / 2.0 + z * ((hi - lo) / 2.0)
+        return np.clip((lo + hi) / 2.0 + z * ((hi - lo) / 2.0), lo, hi)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
