@@ -73,6 +73,7 @@ from sklearn_fdp import (
     DPSGDRegressor,
     FeatureDPLinearRegression,
     FeatureDPLogisticRegression,
+    FeatureDPSGDRegressor,
 )
 from sklearn_fdp.exceptions import CollapseWarning
 from sklearn_fdp.pipeline import make_private_pipeline
@@ -127,33 +128,22 @@ def _fit(make, Xtr, ytr):
     return model, cpu, collapse_warned, kinds
 
 
-def _cls_maker(line, ds, eps, seed):
-    kw = dict(epsilon=eps, delta=DELTA, random_state=seed)
-    if line == "fdp_label_public":
-        est = FeatureDPLogisticRegression(label_public=True, **kw)
-    elif line == "fdp_label_private":
-        est = FeatureDPLogisticRegression(**kw)
-    elif line == "fdp_alg1_private":
-        est = FeatureDPLogisticRegression(method="alg1", **kw)
-    elif line == "fdp_dpsgd_private":
-        est = FeatureDPLogisticRegression(method="dpsgd", **kw)
-    elif line == "dpsgd":
-        est = DPSGDClassifier(**kw)
-    else:
-        raise ValueError(line)
-    return lambda: make_private_pipeline(make_tabular_preprocessor(ds.schema), est)
+# The private lines: estimator factories (ε, δ, random_state set by _maker).
+_LINES = {
+    "fdp_label_public": lambda ds, kw: FeatureDPLogisticRegression(label_public=True, **kw),
+    "fdp_label_private": lambda ds, kw: FeatureDPLogisticRegression(**kw),
+    "fdp_alg1_private": lambda ds, kw: FeatureDPLogisticRegression(method="alg1", **kw),
+    "fdp_dpsgd_private": lambda ds, kw: FeatureDPLogisticRegression(method="dpsgd", **kw),
+    "dpsgd": lambda ds, kw: DPSGDClassifier(**kw),
+    "fdplr_label_public": lambda ds, kw: FeatureDPLinearRegression(label_public=True, **kw),
+    "fdplr_private": lambda ds, kw: FeatureDPLinearRegression(**kw),
+    "dpsgd_regressor": lambda ds, kw: DPSGDRegressor(y_bounds=ds.reg_bounds, **kw),
+}
 
 
-def _reg_maker(line, ds, eps, seed):
-    kw = dict(epsilon=eps, delta=DELTA, random_state=seed)
-    if line == "fdplr_label_public":
-        est = FeatureDPLinearRegression(label_public=True, **kw)
-    elif line == "fdplr_private":
-        est = FeatureDPLinearRegression(**kw)
-    elif line == "dpsgd_regressor":
-        est = DPSGDRegressor(y_bounds=ds.reg_bounds, **kw)
-    else:
-        raise ValueError(line)
+def _maker(line, ds, eps, seed):
+    """The one-declaration pipeline of a line: the schema preprocessor, then the estimator."""
+    est = _LINES[line](ds, dict(epsilon=eps, delta=DELTA, random_state=seed))
     return lambda: make_private_pipeline(make_tabular_preprocessor(ds.schema), est)
 
 
@@ -176,7 +166,7 @@ def run_set(ds, cls_lines, reg_lines, epsilons, seeds, log):
             for line in cls_lines:
                 if line == "public_only":
                     continue
-                model, cpu, warned, kinds = _fit(_cls_maker(line, ds, eps, seed), Xtr, ytr)
+                model, cpu, warned, kinds = _fit(_maker(line, ds, eps, seed), Xtr, ytr)
                 pred = model.predict(Xte)
                 final = model[-1]
                 rows.append(dict(base, task="cls", line=line, eps=eps,
@@ -196,7 +186,7 @@ def run_set(ds, cls_lines, reg_lines, epsilons, seeds, log):
                 for line in reg_lines:
                     if line == "ridge_public_only":
                         continue
-                    model, cpu, _, kinds = _fit(_reg_maker(line, ds, eps, seed), Xtr, rtr)
+                    model, cpu, _, kinds = _fit(_maker(line, ds, eps, seed), Xtr, rtr)
                     rows.append(dict(base, task="reg", line=line, eps=eps, cpu=cpu,
                                      score=float(r2_score(rte, model.predict(Xte))),
                                      warnings=kinds, epsilon_=float(model[-1].epsilon_),
@@ -304,12 +294,32 @@ def markdown(rows, meta):
                                  else (f"{np.mean(v):.3f}" if v else "–"))
                 if any(c != "–" for c in cells):
                     out.append(f"| {s} | {task} | {line} | " + " | ".join(cells) + " |")
+    out += ["## Targets on the report sets", "",
+            f"The issue's targets, on the REPORT sets only ({', '.join(REPORT)}): in every "
+            f"(set, ε) cell label-public FDP ≥ public-only {TARGET:+} points and label-private "
+            f"FDP ≥ DP-SGD {TARGET:+} points. Counted two ways: the mean paired difference, "
+            "and the verdict of its 95 % interval.", "",
+            "| comparison | cells | mean ≥ target | PASS | NOT SHOWN | FAIL |",
+            "|---|---|---|---|---|---|"]
+    for title, task, a, b in COMPARISONS[:2]:
+        ivs = [paired(rows, s_, task, a, b, e) for s_ in REPORT for e in eps_list]
+        ivs = [iv for iv in ivs if iv is not None]
+        verdicts = [_verdict(iv, TARGET) for iv in ivs]
+        out.append(f"| {title} | {len(ivs)} | {sum(iv['mean'] >= TARGET for iv in ivs)} | "
+                   f"{verdicts.count('PASS')} | {verdicts.count('NOT SHOWN')} | "
+                   f"{verdicts.count('FAIL')} |")
+    out.append("")
     fits = [r for r in rows if r["task"] == "cls" and r["line"] != "public_only"]
     collapsed = [r for r in fits if r["collapsed"]]
     silent = [r for r in collapsed if not r["collapse_warned"]]
+    report_silent = [r for r in silent if r["set"] in REPORT]
+    warned_ok = [r for r in fits if r["collapse_warned"] and not r["collapsed"]]
     out += ["", "## Collapsed fits (a single class predicted on the test rows)", "",
             f"{len(collapsed)} of {len(fits)} private classification fits collapsed; "
-            f"{len(silent)} of them without a CollapseWarning at fit.", "",
+            f"{len(silent)} of them without a CollapseWarning at fit "
+            f"({len(report_silent)} on the report sets). {len(warned_ok)} fits that did "
+            "not collapse on the test rows were warned (one class on ≥ 98 % of the "
+            "declared domain, or all of it).", "",
             "| set | line | ε | collapsed / fits | warned |", "|---|---|---|---|---|"]
     keys = sorted({(r["set"], r["line"], r["eps"]) for r in collapsed})
     for s, line, e in keys:
@@ -327,7 +337,7 @@ def markdown(rows, meta):
     return "\n".join(out) + "\n"
 
 
-def ybounds_study(sets, epsilons, seeds, log):
+def ybounds_study(sets, epsilons, seeds, log, with_sgd=False):
     """DPSGDRegressor with the schema's y_bounds vs without, on each regression target as it
     is and standardised (z-scored with the training rows' mean and sd: the study's own
     scaling, not a private preprocessing), plus FeatureDPLinearRegression (private target)
@@ -357,6 +367,11 @@ def ybounds_study(sets, epsilons, seeds, log):
                     if tname == "raw":
                         lines["fdplr_private[raw]"] = FeatureDPLinearRegression(
                             y_bounds=bounds, **kw)
+                    if tname == "raw" and with_sgd:  # the regression docs' recommendation
+                        lines["fdplr_label_public[raw]"] = FeatureDPLinearRegression(
+                            y_bounds=bounds, label_public=True, **kw)
+                        lines["fdpsgd_label_public[raw]"] = FeatureDPSGDRegressor(
+                            y_bounds=bounds, label_public=True, **kw)
                     for line, est in lines.items():
                         with warnings.catch_warnings():
                             warnings.simplefilter("ignore")
@@ -368,7 +383,13 @@ def ybounds_study(sets, epsilons, seeds, log):
     return rows
 
 
-def ybounds_markdown(rows, meta):
+_PAIR_YBOUNDS = ("fdplr_private[raw]", "dpsgd_regressor[raw, none]",
+                 "FeatureDPLinearRegression (private target) − DPSGDRegressor without y_bounds")
+_PAIR_SGD = ("fdplr_label_public[raw]", "fdpsgd_label_public[raw]",
+             "FeatureDPLinearRegression − FeatureDPSGDRegressor, public target")
+
+
+def ybounds_markdown(rows, meta, pair=_PAIR_YBOUNDS):
     sets = [s for s in (*DEVELOPMENT, *REPORT) if any(r["set"] == s for r in rows)]
     eps_list = sorted({r["eps"] for r in rows})
     out = ["# y_bounds advice and FDP regression vs DPSGDRegressor (issue 32)", "",
@@ -390,14 +411,14 @@ def ybounds_markdown(rows, meta):
                 cells.append(f"{np.mean(v):.3f}" if v else "–")
             group = "develop" if s in DEVELOPMENT else "report"
             out.append(f"| {s} | {group} | {line} | " + " | ".join(cells) + " |")
-    out += ["", "## FeatureDPLinearRegression (private target) − DPSGDRegressor without "
-            "y_bounds (R² × 100, paired 95 % interval)", "",
+    a, b, title = pair
+    out += ["", f"## {title} (R² × 100, paired 95 % interval)", "",
             "| set | group | " + " | ".join(f"ε = {e:g}" for e in eps_list) + " |",
             "|---|---|" + "---|" * len(eps_list)]
     for s in sets:
         cells = []
         for e in eps_list:
-            iv = paired(rows, s, "reg", "fdplr_private[raw]", "dpsgd_regressor[raw, none]", e)
+            iv = paired(rows, s, "reg", a, b, e)
             cells.append(_cell(None if iv is None else
                                {k: (v * 100 if k != "n" else v) for k, v in iv.items()}))
         out.append(f"| {s} | {'develop' if s in DEVELOPMENT else 'report'} | "
@@ -414,22 +435,36 @@ def main(argv=None):
                     help="the rule study: add the alg1 / dpsgd label-private lines")
     ap.add_argument("--no-reg", action="store_true")
     ap.add_argument("--out", default="defaults_suite")
+    ap.add_argument("--from-json", action="store_true",
+                    help="rewrite the Markdown of --out from its stored JSON (no fits)")
     ap.add_argument("--ybounds", action="store_true",
                     help="the y_bounds study (writes defaults_suite_ybounds.{json,md})")
+    ap.add_argument("--sgd", action="store_true",
+                    help="with --ybounds: FeatureDPSGDRegressor vs FeatureDPLinearRegression "
+                         "with a public target too (writes defaults_suite_sgd.{json,md})")
     args = ap.parse_args(argv)
     sets = args.sets or [*DEVELOPMENT, *REPORT]
+    if args.from_json:
+        stored = json.loads((RESULTS / f"{args.out}.json").read_text())
+        (RESULTS / f"{args.out}.md").write_text(markdown(stored["rows"], stored["meta"]))
+        print(markdown(stored["rows"], stored["meta"]))
+        return
     if args.ybounds:
         load_start = [round(x, 2) for x in os.getloadavg()]
-        rows = ybounds_study(sets, args.eps, range(args.seeds), lambda m: print(m, flush=True))
+        rows = ybounds_study(sets, args.eps, range(args.seeds), lambda m: print(m, flush=True),
+                             with_sgd=args.sgd)
+        if args.sgd:
+            rows = [r for r in rows if "label_public" in r["line"]]
         meta = dict(date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                     version=sklearn_fdp.__version__, fingerprint=library_fingerprint(),
                     seeds=args.seeds, load_start=load_start,
                     load_end=[round(x, 2) for x in os.getloadavg()], argv=sys.argv[1:])
         RESULTS.mkdir(exist_ok=True)
-        stem = "defaults_suite_ybounds"
+        stem = "defaults_suite_sgd" if args.sgd else "defaults_suite_ybounds"
         (RESULTS / f"{stem}.json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1))
-        (RESULTS / f"{stem}.md").write_text(ybounds_markdown(rows, meta))
-        print(ybounds_markdown(rows, meta))
+        pair = _PAIR_SGD if args.sgd else _PAIR_YBOUNDS
+        (RESULTS / f"{stem}.md").write_text(ybounds_markdown(rows, meta, pair))
+        print(ybounds_markdown(rows, meta, pair))
         return
     cls_lines = CLS_LINES + (STUDY_LINES if args.study else ())
     reg_lines = () if args.no_reg else REG_LINES
