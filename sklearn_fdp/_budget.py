@@ -110,7 +110,8 @@ def _check_answered(est, asked, answered):
            if asked == "rdp" else "δ is below what it resolves")
     if est.accountant != "auto":
         raise ValueError(
-            f"{name}: accountant={est.accountant!r} cannot account this fit ({why}); the "
+            f"{name}: accountant={est.accountant!r} cannot account this fit at "
+            f"epsilon={est.epsilon!r}, delta={est.delta!r} ({why}); the "
             f"{answered.upper()} accountant can. Set accountant={answered!r}, or "
             "accountant='auto' (which falls back and says so).")
     warnings.warn(
