@@ -9,10 +9,11 @@ these functions. Each reads the estimator parameters ``epsilon``, ``delta``,
 """
 
 import math
+import warnings
 
 from . import accounting
 from ._plan import DPSGDSchedule
-from .exceptions import BudgetExceededError
+from .exceptions import BudgetExceededError, FdpWarning
 
 # accountant="auto" uses PLD up to this target ε (see resolve_accountant).
 _AUTO_PLD_MAX_EPSILON = 10.0
@@ -140,6 +141,26 @@ class slow_calibration_notice:
         return False
 
 
+def _check_answered(est, asked, answered):
+    """An explicit accountant is honoured or the fit raises; only ``"auto"`` falls back,
+    and says so (issue 32)."""
+    if answered == asked:
+        return
+    name = type(est).__name__
+    why = ("its answer is 0 or set by its largest order under this much noise"
+           if asked == "rdp" else "δ is below what it resolves")
+    if est.accountant != "auto":
+        raise ValueError(
+            f"{name}: accountant={est.accountant!r} cannot account this fit at "
+            f"epsilon={est.epsilon!r}, delta={est.delta!r} ({why}); the "
+            f"{answered.upper()} accountant can. Set accountant={answered!r}, or "
+            "accountant='auto' (which falls back and says so).")
+    warnings.warn(
+        f"{name}: accountant='auto' asked {asked.upper()}, which cannot account this fit "
+        f"({why}); ε is {answered.upper()}'s (accountant_ = {answered!r}).",
+        FdpWarning, stacklevel=4)
+
+
 def calibrate_dpsgd(est, sampling_rate, steps, other_events=()):
     """``(σ, event, ε, accountant)`` of DP-SGD steps composed with ``other_events``.
 
@@ -171,9 +192,11 @@ def calibrate_dpsgd(est, sampling_rate, steps, other_events=()):
         rough = (accounting.epsilon_of_event(event, est.delta)
                  if est.neighboring == "add_remove" else 0.0)
         accountant = resolve_accountant(est, rough)
-    spent, accountant = accounting.epsilon_and_accountant(
+    spent, answered = accounting.epsilon_and_accountant(
         event, est.delta, accountant=accountant, neighboring=est.neighboring
     )
+    _check_answered(est, accountant, answered)
+    accountant = answered
     if est.epsilon is not None and spent > est.epsilon:
         raise BudgetExceededError(
             f"{type(est).__name__} with noise_multiplier={est.noise_multiplier!r} "

@@ -182,7 +182,10 @@ def _build_parser():
                          "private numeric columns")
     tr.add_argument("--schema", default=None, metavar="JSON",
                     help='JSON file {"categories": {col: [..]}, "bounds": {col: [lo, hi] or '
-                         '[lo, hi, "log"]}}; --categories/--bounds override it')
+                         '[lo, hi, "log"]}} or a make_tabular_preprocessor schema ("numeric", '
+                         '"categorical", "protected": its protected columns are --private '
+                         'unless --private/--public is given); --categories/--bounds '
+                         'override it')
     tr.add_argument("--epsilon", type=_positive_float("--epsilon"), default=1.0,
                     help="privacy budget of the fit, > 0 (default: %(default)s)")
     tr.add_argument("--delta", type=_delta, default=1e-5,
@@ -326,6 +329,76 @@ def _is_bool(series):
 # -- the schema: categories and bounds ------------------------------------------------------
 
 
+_SCHEMA_KEYS = {"categories", "bounds", "numeric", "categorical", "protected", "target",
+                "passthrough", "drop", "input_columns"}
+
+
+def _cli_schema(schema, path):
+    """A --schema file in the command line's form (``categories``/``bounds``) or in
+    make_tabular_preprocessor's (``numeric``/``categorical``/``protected``): the same
+    schema the Python API reads (issue 32)."""
+    if not isinstance(schema, dict) or set(schema) - _SCHEMA_KEYS:
+        raise CLIError(f"--schema file {path!r} must be a JSON object with keys "
+                       '"categories" and/or "bounds" (or make_tabular_preprocessor\'s '
+                       '"numeric", "categorical", "protected").')
+    out = dict(schema)
+    for alias, key in (("numeric", "bounds"), ("categorical", "categories")):
+        if alias in out:
+            if key in out:
+                raise CLIError(f'--schema file {path!r} has both "{alias}" and "{key}"; '
+                               "give one of them.")
+            entries = {}
+            for col, spec in (out.pop(alias) or {}).items():
+                if isinstance(spec, dict):  # {"bounds": [..], "scale": ..} / {"categories": [..]}
+                    inner = spec.get("bounds" if key == "bounds" else "categories")
+                    if key == "bounds" and isinstance(inner, list) and spec.get("scale"):
+                        inner = [*inner, spec["scale"]]
+                    spec = inner
+                entries[col] = spec
+            out[key] = entries
+    for col, b in (out.get("bounds") or {}).items():
+        if isinstance(b, list) and len(b) == 3 and b[2] == "linear":
+            out["bounds"][col] = b[:2]
+    return out
+
+
+def _schema_protected(args):
+    """The --schema file's ``"protected"`` list, or None."""
+    if args.schema is None:
+        return None
+    try:
+        with open(args.schema, encoding="utf-8") as fh:
+            schema = json.load(fh)
+    except (OSError, json.JSONDecodeError):
+        return None  # _parse_schema reports it
+    protected = schema.get("protected") if isinstance(schema, dict) else None
+    if protected is not None and (not isinstance(protected, list)
+                                  or not all(isinstance(c, str) for c in protected)):
+        raise CLIError(f'--schema "protected" must be a list of column names, got '
+                       f"{protected!r}.")
+    return protected
+
+
+def _apply_schema_protection(args, features):
+    """One declaration: the schema's protected columns are --private when neither --private
+    nor --public is given; a column it protects that they leave public is refused."""
+    protected = _schema_protected(args)
+    if protected is None or args.model not in FDP_MODELS:
+        return
+    if args.private is None and args.public is None:
+        args.private = list(protected)
+        return
+    private = (set(args.private) if args.private is not None
+               else {c for c in features if c not in set(args.public)})
+    public = [c for c in protected if c not in private]
+    if public:
+        option = "--private" if args.private is not None else "--public"
+        raise CLIError(
+            f"{option} leaves column(s) {public!r} public, but the --schema file protects "
+            "them. The schema is the one declaration of what is protected: drop "
+            f"{option} (the schema's list is used) or protect those columns too.")
+
+
 def _parse_schema(args, columns, path):
     categories, bounds = {}, {}
     if args.schema is not None:
@@ -337,9 +410,7 @@ def _parse_schema(args, columns, path):
                 from None
         except json.JSONDecodeError as exc:
             raise CLIError(f"--schema file {args.schema!r} is not valid JSON: {exc}.") from None
-        if not isinstance(schema, dict) or set(schema) - {"categories", "bounds"}:
-            raise CLIError(f"--schema file {args.schema!r} must be a JSON object with keys "
-                           '"categories" and/or "bounds".')
+        schema = _cli_schema(schema, args.schema)
         for col, cats in (schema.get("categories") or {}).items():
             if not isinstance(cats, list) or not cats:
                 raise CLIError(f'--schema "categories" of {col!r} must be a non-empty list.')
@@ -624,6 +695,7 @@ def _train_phases(args, phase):
     if args.target in args.drop:
         raise CLIError(f"--drop names the target {args.target!r}.")
     X = X.drop(columns=args.drop)
+    _apply_schema_protection(args, list(X.columns))
     private = _resolve_private(args, list(X.columns), args.csv)
     categories, bounds = _parse_schema(args, list(frame.columns), args.csv)
     stray = [c for c in (*categories, *bounds) if c == args.target or c in args.drop]

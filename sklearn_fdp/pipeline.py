@@ -34,8 +34,10 @@ from collections import namedtuple
 import numpy as np
 from sklearn.pipeline import Pipeline, make_pipeline
 
+from ._collapse import COLLAPSE_ADVICE
+from ._declaration import declared_fit_params, domain_collapse, schema_declaration
 from ._steps import is_private_step, learns_from_data, plan_of
-from .exceptions import PrivacyLeakWarning
+from .exceptions import CollapseWarning, PrivacyLeakWarning
 from .features import original_column_names
 
 __all__ = ["PrivatePipeline", "make_private_pipeline", "audit_preprocessing",
@@ -514,6 +516,17 @@ class PrivatePipeline(Pipeline):
       *original* column names selects the transformed columns, one-hot
       expansions included, even when the transformers output a numpy array
       or a sparse matrix;
+    * when the step before the last is the schema preprocessor of
+      :func:`~sklearn_fdp.preprocessing.make_tabular_preprocessor`, its
+      schema is the one declaration of what is protected: the last step is
+      fitted with the schema's protected columns as ``private_features``
+      when it gives neither ``public_features`` nor ``private_features``,
+      with the schema's row-norm bounds as ``row_norm_bounds`` and its
+      target bounds as ``y_bounds`` when those are None (its parameters are
+      restored after the fit; ``declarations_`` says where each came from).
+      A column the schema protects that the last step treats as public, or
+      a ``row_norm_bounds`` below the schema's, raises a ValueError naming
+      them;
     * every step that learnt from a column (or the label) that the last step
       protects raises a :class:`~sklearn_fdp.exceptions.PrivacyLeakWarning`
       naming the step and the columns (see :func:`audit_preprocessing`).
@@ -536,6 +549,14 @@ class PrivatePipeline(Pipeline):
         Access the steps by name.
     preprocessing_audit_ : list of PreprocessingStep
         :func:`audit_preprocessing` of the fitted pipeline.
+    declarations_ : dict
+        Where the last step's declarations came from, when the step before
+        it is a schema preprocessor
+        (:func:`~sklearn_fdp.preprocessing.make_tabular_preprocessor`):
+        ``{parameter: (source, value)}`` for ``private_features``,
+        ``row_norm_bounds`` and ``y_bounds`` (those the estimator has),
+        ``source`` being ``"schema (make_tabular_preprocessor)"`` or
+        ``"estimator"``. Empty without a schema preprocessor.
     protected_input_columns_ : list of str or None
         Input columns (of ``X`` given to ``fit``) that reach a column the
         last step protects; None when the steps cannot be traced.
@@ -618,16 +639,34 @@ class PrivatePipeline(Pipeline):
 
     def _fit_with_transformed_names(self, method, X, y, **params):
         final_name, final = self.steps[-1]
+        self.declarations_ = {}
+        declaration = schema_declaration(self)
         if (len(self.steps) < 2 or final is None or isinstance(final, str)
-                or not _accepts_feature_names(final)
-                or f"{final_name}__feature_names" in params):
+                or (declaration is None and (not _accepts_feature_names(final)
+                                             or f"{final_name}__feature_names" in params))):
             return method(X, y, **params)
         pipeline = self
+        with_names = (_accepts_feature_names(final)
+                      and f"{final_name}__feature_names" not in params)
 
         def fit_with_names(Xt, y=None, **kw):
             # The transformers are fitted in place by now (Pipeline._fit).
             names = pipeline._head_feature_names(Xt)
-            return type(final).fit(final, Xt, y, feature_names=names, **kw)
+            if with_names:
+                kw = dict(kw, feature_names=names)
+            if declaration is None:
+                return type(final).fit(final, Xt, y, **kw)
+            all_names = ([str(c) for c in Xt.columns] if hasattr(Xt, "columns") else names)
+            overrides, pipeline.declarations_ = declared_fit_params(
+                final, Xt.shape[1], all_names, declaration)
+            # The schema's values hold for this fit only: the estimator's parameters
+            # are restored after it (its fitted attributes show what it used).
+            saved = {k: getattr(final, k) for k in overrides}
+            final.set_params(**overrides)
+            try:
+                return type(final).fit(final, Xt, y, **kw)
+            finally:
+                final.set_params(**saved)
 
         # Shadow the last step's fit for this call only; restored below.
         final.fit = fit_with_names
@@ -658,6 +697,7 @@ class PrivatePipeline(Pipeline):
         return names if len(names) == Xt.shape[1] else None
 
     def _audit(self):
+        self._warn_domain_collapse()
         self.preprocessing_audit_, split, self.protected_input_columns_ = _trace(self)
         final = type(self.steps[-1][1]).__name__
         if split:
@@ -665,6 +705,23 @@ class PrivatePipeline(Pipeline):
         for step in self.preprocessing_audit_:
             if step.status in ("leak", "mix"):
                 warnings.warn(_leak_message(step, final), PrivacyLeakWarning, stacklevel=3)
+
+
+    def _warn_domain_collapse(self):
+        # Released weights and declared bounds only: post-processing, free.
+        found = domain_collapse(self)
+        if found is None:
+            return
+        label, share = found
+        final = self.steps[-1][1]
+        label = label.item() if hasattr(label, "item") else label
+        where = ("every row of" if share == 1.0 else
+                 f"{100 * share:.1f} % of rows drawn uniformly from")
+        warnings.warn(
+            f"{type(final).__name__} predicts the single class {label!r} on {where} the "
+            "declared input domain (its released weights over the schema's bounds and "
+            f"categories): the noise likely drowned the signal. {COLLAPSE_ADVICE}",
+            CollapseWarning, stacklevel=4)
 
 
 def _input_column_names(X):

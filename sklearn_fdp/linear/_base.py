@@ -396,9 +396,12 @@ def scaled_target(est, y):
     if bounds is None:
         warnings.warn(
             f"{type(est).__name__} without y_bounds trains on the target as it is: the "
-            "default step size and max_grad_norm suit a target in [-1, 1], and residuals "
-            "far beyond 1 are all clipped (a slow, median-like fit). Give y_bounds=(lo, hi), "
-            "the public range of the target, to have it mapped to [-1, 1].",
+            "default step size and max_grad_norm suit a target within about [-1, 1], and "
+            "residuals far beyond 1 are all clipped (a slow, median-like fit). If the "
+            "target's values go well beyond [-1, 1], give y_bounds=(lo, hi), its public "
+            "range, to have it mapped to [-1, 1]; a target already within about [-1, 1] "
+            "(in [0, 1], or standardised with public constants) needs none: mapping a "
+            "narrow spread onto [-1, 1] shrinks it (docs/regression_sgd.md, 'y_bounds').",
             FdpWarning,
             stacklevel=3,
         )

@@ -58,7 +58,7 @@ if TYPE_CHECKING:  # annotations only
 def _check_row_norm_bounds(est, n_public, n_private):
     """``(B_P, B_Q)`` from ``row_norm_bounds`` (a number, a pair or a RowNormBounds)."""
     name = type(est).__name__
-    value = est.row_norm_bounds
+    value = 1.0 if est.row_norm_bounds is None else est.row_norm_bounds
     if hasattr(value, "public") and hasattr(value, "protected"):
         pair = (value.public, value.protected)
     elif isinstance(value, Real) and not isinstance(value, (bool, np.bool_)):
@@ -149,10 +149,13 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         their number to the data holder; it is not stored in the model).
         Choose it from public knowledge, never from the training data. The
         noise of the target's blocks grows with ``hi − lo``.
-    row_norm_bounds : float, (float, float) or RowNormBounds, default=1.0
+    row_norm_bounds : float, (float, float), RowNormBounds or None, default=None
         Declared L2 bounds ``(B_P, B_Q)`` on a row's public and protected
-        columns; each block of every row is clipped to its bound. A number
-        bounds both blocks; a
+        columns; each block of every row is clipped to its bound. None: the
+        schema's bounds after a
+        :func:`~sklearn_fdp.preprocessing.make_tabular_preprocessor` inside
+        :func:`~sklearn_fdp.pipeline.make_private_pipeline` (the one
+        declaration), else 1.0. A number bounds both blocks; a
         :class:`~sklearn_fdp.preprocessing.RowNormBounds` (from
         :func:`~sklearn_fdp.preprocessing.row_norm_bounds` of the schema of a
         :func:`~sklearn_fdp.preprocessing.make_tabular_preprocessor`) gives
@@ -338,7 +341,7 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         private_features: FeatureSpec = None,
         label_public: bool = False,
         y_bounds: tuple[float, float] | None = None,
-        row_norm_bounds: float | tuple[float, float] = 1.0,
+        row_norm_bounds: float | tuple[float, float] | None = None,
         alpha: float = 1.0,
         solver: Literal["joint", "residual"] = "residual",
         fit_intercept: bool = True,

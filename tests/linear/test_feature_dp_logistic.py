@@ -330,8 +330,8 @@ def test_same_random_state_same_coef(binary, kw):
 
 def test_sparse_matches_dense(binary):
     X, y = binary
-    kw = dict(private_features=[0, 3], public_loss="gaussian_pad", epsilon=1.0, epochs=1,
-              accountant="rdp", random_state=3)
+    kw = dict(private_features=[0, 3], public_loss="gaussian_pad", method="alg1", epsilon=1.0,
+              epochs=1, accountant="rdp", random_state=3)
     dense = FeatureDPLogisticRegression(**kw).fit(X, y)
     csr = FeatureDPLogisticRegression(**kw).fit(sp.csr_matrix(X), y)
     np.testing.assert_allclose(dense.coef_, csr.coef_, rtol=1e-9, atol=1e-12)
@@ -373,7 +373,10 @@ def test_auto_method_is_the_sufficient_statistic_for_label_dp_only(binary):
     assert (label_dp.steps_, label_dp.sampling_rate_, label_dp.batch_size_) == (1, 1.0, len(y))
     protected = FeatureDPLogisticRegression(private_features=[0], epsilon=1.0, epochs=1,
                                             random_state=0).fit(X, y)
-    assert protected.method_ == "alg1"
+    assert protected.method_ == "dpsgd"  # private label and columns: DP-SGD (issue 32)
+    public_label = FeatureDPLogisticRegression(private_features=[0], label_public=True,
+                                               epsilon=1.0, epochs=1, random_state=0).fit(X, y)
+    assert public_label.method_ == "alg1"
     with pytest.raises(ValueError, match="method='sufficient_statistic'.*label DP"):
         FeatureDPLogisticRegression(private_features=[0], method="sufficient_statistic",
                                     epsilon=1.0).fit(X, y)
