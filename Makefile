@@ -7,6 +7,13 @@
 # and `bench` install [test] (torch, dask, hypothesis, pytest-xdist, ...),
 # which contains [plot], so it stamps both levels.
 PYTHON ?= python3
+# CPU-only torch: `make test TORCH_INDEX=https://download.pytorch.org/whl/cpu` installs
+# [test]'s torch pin from that index first, so that `.[test]` keeps it instead of
+# pulling the CUDA build from PyPI (gigabytes). Empty (the default): pip's own
+# configuration decides (its index, or find-links with a local CPU wheel), so CI
+# never depends on an index it may not reach. README "Install" says the same.
+TORCH_INDEX ?=
+TORCH_PIN := $(shell sed -n 's/.*"\(torch==[^"]*\)".*/\1/p' pyproject.toml | head -n 1)
 VENV := .venv
 BIN := $(VENV)/bin
 HASH := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
@@ -16,7 +23,7 @@ TEST_STAMP := $(VENV)/.installed-test-$(HASH)
 DOCS_VENV := .venv-docs
 DOCS_STAMP := $(DOCS_VENV)/.installed-docs-$(HASH)
 
-.PHONY: demo test test-fast bench docs clean
+.PHONY: demo test test-slow test-fast bench docs clean
 
 $(DEMO_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,6 +35,7 @@ $(DEMO_STAMP): pyproject.toml
 $(TEST_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(if $(TORCH_INDEX),$(BIN)/python -m pip install --quiet "$(TORCH_PIN)" --index-url $(TORCH_INDEX))
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	rm -f $(VENV)/.installed-*
 	touch $(TEST_STAMP) $(DEMO_STAMP)
@@ -36,9 +44,14 @@ $(TEST_STAMP): pyproject.toml
 demo: $(DEMO_STAMP)
 	$(BIN)/python examples/adult_demo.py
 
-## The whole test suite (what CI runs).
+## The test suite without the slow checks, serially (CI's first job; README gives its time).
 test: $(TEST_STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m "not slow"
+
+## The slow checks alone (@pytest.mark.slow: statistical checks, the fingerprints of
+## every fit, the docs' CLI transcripts); CI runs them as a job of their own.
+test-slow: $(TEST_STAMP)
+	$(BIN)/python -m pytest -m slow
 
 ## Without the slow checks, on every core (pytest-xdist); about 2 minutes.
 test-fast: $(TEST_STAMP)

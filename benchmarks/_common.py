@@ -27,3 +27,24 @@ def library_fingerprint():
     except OSError:
         pass
     return dict(git_head=head, sklearn_fdp_sources_sha256=h.hexdigest())
+
+
+def write_results(stem, meta, rows, lines):
+    """Write ``results/<stem>.json`` (meta and rows) and ``results/<stem>.md`` (the
+    lines of its Markdown table), and print the table."""
+    import json
+
+    results = ROOT / "benchmarks" / "results"
+    results.mkdir(exist_ok=True)
+    (results / f"{stem}.json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1))
+    (results / f"{stem}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def table_head(title, meta, note, text, columns):
+    """The first lines of a results table: title, date and load average (with a note on
+    the machine), a line of text, the header."""
+    return [f"# {title}", "",
+            f"{meta['date']}; load average {meta['load_start']:.2f} -> {meta['load_end']:.2f} "
+            f"({note}). {text}", "", "| " + " | ".join(columns) + " |",
+            "|" + "---|" * len(columns)]

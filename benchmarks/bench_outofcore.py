@@ -132,7 +132,9 @@ def make_estimator(name, epochs):
     if name == "DPSGDClassifier":
         return F.DPSGDClassifier(**common)
     if name == "FeatureDPLogisticRegression":
-        return F.FeatureDPLogisticRegression(private_features=list(range(10)), **common)
+        # method="alg1" named: with a private label "auto" is DP-SGD since issue 32.
+        return F.FeatureDPLogisticRegression(private_features=list(range(10)), method="alg1",
+                                             **common)
     if name == "PrivateMeanCenterer":
         return F.PrivateMeanCenterer(epsilon=1.0, delta=1e-7, random_state=0)
     if name == "DPSGDFClassifier":

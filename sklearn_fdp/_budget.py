@@ -9,24 +9,32 @@ these functions. Each reads the estimator parameters ``epsilon``, ``delta``,
 """
 
 import math
+import warnings
 
 from . import accounting
 from ._plan import DPSGDSchedule
-from .exceptions import BudgetExceededError
+from .exceptions import BudgetExceededError, FdpWarning
 
 # accountant="auto" uses PLD up to this target ε (see resolve_accountant).
 _AUTO_PLD_MAX_EPSILON = 10.0
 
 
 def _auto_batch_size(n_samples):
-    """Default expected batch size: ``clip(round(sqrt(n) * 8), 64, 4096)``.
+    """Default expected batch size: ``clip(round(sqrt(n) * 8), 64, 4096)``, at most ``n - 1``.
 
     Larger batches cut the noise per step (σ C / (q n)) while the number of
     steps for a fixed number of epochs shrinks; for linear models the sweet
     spot measured on Adult's validation split (see
     ``benchmarks/bench_adult.py``) grows roughly like ``sqrt(n)``.
+
+    Never ``q = 1`` (issue 30): up to n = 64 the rule gave ``B = n``, and the
+    neighbour with one row more ran at ``q = 64/65``; the accountant, which
+    treats ``n`` as public, then understates ε up to 7.7x (one step, σ = 1;
+    ``benchmarks/bench_public_n.py``). With ``B = n - 1`` the batch grows in
+    step with ``n`` and the same toy's cost is at most 1.07x.
     """
-    return int(min(max(round(8 * math.sqrt(n_samples)), 64), 4096, n_samples))
+    return int(min(max(round(8 * math.sqrt(n_samples)), 64), 4096,
+                   max(1, n_samples - 1)))
 
 
 def check_budget_params(est):
@@ -99,6 +107,60 @@ def resolve_accountant(est, epsilon):
     return "rdp"
 
 
+# With verbose, a calibration still running after this many seconds says so.
+SLOW_CALIBRATION_S = 3.0
+
+
+class slow_calibration_notice:
+    """Context manager: with ``est.verbose``, one line on stdout (where the epoch
+    lines go) if the calibration inside runs past :data:`SLOW_CALIBRATION_S`
+    (a tiny ε, many steps, the PLD accountant), so that no long wait is silent."""
+
+    def __init__(self, est):
+        self.est = est
+        self.timer = None
+
+    def __enter__(self):
+        if getattr(self.est, "verbose", 0):
+            import sys
+            import threading
+
+            est = self.est
+            line = (f"[{type(est).__name__}] calibrating the noise to epsilon={est.epsilon!r} "
+                    f"at delta={est.delta!r}: still running after {SLOW_CALIBRATION_S:g} s "
+                    "(a small epsilon or many steps; the result is cached for the next fit)")
+            self.timer = threading.Timer(SLOW_CALIBRATION_S,
+                                         lambda: print(line, file=sys.stdout, flush=True))
+            self.timer.daemon = True
+            self.timer.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self.timer is not None:
+            self.timer.cancel()
+        return False
+
+
+def _check_answered(est, asked, answered):
+    """An explicit accountant is honoured or the fit raises; only ``"auto"`` falls back,
+    and says so (issue 32)."""
+    if answered == asked:
+        return
+    name = type(est).__name__
+    why = ("its answer is 0 or set by its largest order under this much noise"
+           if asked == "rdp" else "δ is below what it resolves")
+    if est.accountant != "auto":
+        raise ValueError(
+            f"{name}: accountant={est.accountant!r} cannot account this fit at "
+            f"epsilon={est.epsilon!r}, delta={est.delta!r} ({why}); the "
+            f"{answered.upper()} accountant can. Set accountant={answered!r}, or "
+            "accountant='auto' (which falls back and says so).")
+    warnings.warn(
+        f"{name}: accountant='auto' asked {asked.upper()}, which cannot account this fit "
+        f"({why}); ε is {answered.upper()}'s (accountant_ = {answered!r}).",
+        FdpWarning, stacklevel=4)
+
+
 def calibrate_dpsgd(est, sampling_rate, steps, other_events=()):
     """``(σ, event, ε, accountant)`` of DP-SGD steps composed with ``other_events``.
 
@@ -111,15 +173,16 @@ def calibrate_dpsgd(est, sampling_rate, steps, other_events=()):
     others = tuple(other_events)
     if est.noise_multiplier is None:
         accountant = resolve_accountant(est, est.epsilon)
-        sigma = accounting.calibrate_noise_multiplier(
-            est.epsilon,
-            est.delta,
-            sampling_rate,
-            steps,
-            accountant=accountant,
-            neighboring=est.neighboring,
-            other_events=others,
-        )
+        with slow_calibration_notice(est):
+            sigma = accounting.calibrate_noise_multiplier(
+                est.epsilon,
+                est.delta,
+                sampling_rate,
+                steps,
+                accountant=accountant,
+                neighboring=est.neighboring,
+                other_events=others,
+            )
     else:
         sigma = float(est.noise_multiplier)
     event = accounting.compose_events(
@@ -129,9 +192,11 @@ def calibrate_dpsgd(est, sampling_rate, steps, other_events=()):
         rough = (accounting.epsilon_of_event(event, est.delta)
                  if est.neighboring == "add_remove" else 0.0)
         accountant = resolve_accountant(est, rough)
-    spent, accountant = accounting.epsilon_and_accountant(
+    spent, answered = accounting.epsilon_and_accountant(
         event, est.delta, accountant=accountant, neighboring=est.neighboring
     )
+    _check_answered(est, accountant, answered)
+    accountant = answered
     if est.epsilon is not None and spent > est.epsilon:
         raise BudgetExceededError(
             f"{type(est).__name__} with noise_multiplier={est.noise_multiplier!r} "

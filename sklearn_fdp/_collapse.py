@@ -17,6 +17,14 @@ from .exceptions import CollapseWarning
 
 __all__ = ["CollapseCheck", "check_collapse"]
 
+# The likely fixes, most effective first (issue 32: with a private label the
+# noise covers the label's whole gradient; a public label lets the public part
+# of the loss learn without noise).
+COLLAPSE_ADVICE = (
+    "Likely fixes: label_public=True (FeatureDPLogisticRegression, MLPFeatureDP) where the "
+    "label is not sensitive; a larger epsilon; fewer private columns (declare public "
+    "features); more rows; or tune learning_rate/epochs with PrivateRandomizedSearchCV.")
+
 
 @dataclass(frozen=True)
 class CollapseCheck:
@@ -103,9 +111,7 @@ def check_collapse(estimator, X, y, *, warn=True):
                 else f"scores {accuracy:.4f}, below the majority rule's {majority:.4f}")
         warnings.warn(
             f"{type(estimator).__name__} {what} on these {y.size} rows: the noise drowned "
-            "the signal. Raise epsilon, use more rows, declare public features "
-            "(FeatureDPLogisticRegression), or tune learning_rate/epochs with "
-            "PrivateRandomizedSearchCV. On private training data this check is not "
+            f"the signal. {COLLAPSE_ADVICE} On private training data this check is not "
             "covered by epsilon_: do not publish it.",
             CollapseWarning,
             stacklevel=2,

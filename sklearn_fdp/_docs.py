@@ -39,7 +39,8 @@ noise_multiplier : float or None, default=None
     "batch_size": """\
 batch_size : int or "auto", default="auto"
     Expected Poisson batch size ``q * n``. ``"auto"`` uses
-    ``clip(round(8 * sqrt(n)), 64, 4096)``.""",
+    ``clip(round(8 * sqrt(n)), 64, 4096)``, at most ``n - 1`` (never
+    ``q = 1``).""",
     "epochs": """\
 epochs : float, default=10.0
     Passes over the data; the number of steps is

@@ -2,13 +2,15 @@
 
 import math
 
+import numpy as np
+
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from . import accounting
 from ._steps import learns_from_data, plan_of
-from .pipeline import _trace
+from .pipeline import _trace, mixes_rows
 
 __all__ = ["PrivacyReport", "privacy_report"]
 
@@ -172,10 +174,16 @@ class PrivacyReport:
         Lines about non-private steps and other caveats.
     private_steps_epsilon : tuple of (float or None, float or None), default=(None, None)
         RDP and PLD ε of the private steps alone.
+    declarations : dict or None, default=None
+        Where the last step's declarations came from (a
+        :class:`~sklearn_fdp.pipeline.PrivatePipeline` after a schema
+        preprocessor): ``{parameter: {"source": ..., "value": ...}}`` for
+        ``private_features``, ``row_norm_bounds``, ``y_bounds``.
     """
 
     def __init__(self, *, delta, epsilon_rdp, epsilon_pld, neighboring, protected_unit,
-                 steps, warnings, private_steps_epsilon=(None, None)):
+                 steps, warnings, private_steps_epsilon=(None, None), declarations=None):
+        self.declarations = dict(declarations or {})
         self.private_steps_epsilon_rdp, self.private_steps_epsilon_pld = private_steps_epsilon
         self.delta = delta
         self.epsilon_rdp = epsilon_rdp
@@ -206,6 +214,7 @@ class PrivacyReport:
             "is_private": self.is_private,
             "steps": [dict(s) for s in self.steps],
             "warnings": list(self.warnings),
+            "declarations": {k: dict(v) for k, v in self.declarations.items()},
         }
 
     def __str__(self):
@@ -237,6 +246,10 @@ class PrivacyReport:
                              "columns only, free")
             else:
                 lines.append(f"    {s['name']} ({s['estimator']}): NOT PRIVATE")
+        if self.declarations:
+            lines.append("  declarations of the last step:")
+            for param, d in self.declarations.items():
+                lines.append(f"    {param} = {d['value']!r}: from the {d['source']}")
         for w in self.warnings:
             lines.append(f"  WARNING: {w}")
         return "\n".join(lines)
@@ -344,7 +357,15 @@ def privacy_report(estimator, delta=None, *, pld=True):
                     "figures computed from the private records without noise, a release "
                     "the DP guarantee does not cover; the fitted object is NOT private "
                     "(delete them before sharing it)")
-        if mixes:
+        if mixes and not mixes_rows(est):
+            warnings_.append(
+                f"step {label!r} ({type(est).__name__}) has no column map: the tracer "
+                "cannot tell which inputs each of its outputs reads, so public columns of "
+                f"the final step may carry protected column(s) {row['columns']!r}; the "
+                "fitted pipeline is NOT certified private (declare the map: "
+                "feature_names_out='one-to-one' for a column-wise function, or "
+                "__fdp_column_map__())")
+        elif mixes:
             warnings_.append(
                 f"step {label!r} ({type(est).__name__}) divides every column by the row "
                 f"norm, which includes protected column(s) {row['columns']!r}: the public "
@@ -399,6 +420,18 @@ def privacy_report(estimator, delta=None, *, pld=True):
         unit = "nothing common to all steps"
         eps_rdp = math.inf if eps_rdp is not None else None
         eps_pld = math.inf if eps_pld is not None else None
+    declared = {param: {"source": source, "value": _plain(value)}
+                for param, (source, value) in getattr(estimator, "declarations_", {}).items()}
     return PrivacyReport(delta=float(delta), epsilon_rdp=eps_rdp, epsilon_pld=eps_pld,
                          neighboring=neighboring, protected_unit=unit, steps=steps,
-                         warnings=warnings_, private_steps_epsilon=private_only)
+                         warnings=warnings_, private_steps_epsilon=private_only,
+                         declarations=declared)
+
+
+def _plain(value):
+    """A declaration's value as plain Python (lists of str, floats)."""
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (np.floating, np.integer)):
+        return value.item()
+    return value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)

@@ -4,20 +4,32 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import contextlib
 import copy
 import dataclasses
+import io
+import logging
 import math
+import sys
+import threading
 import warnings
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from scipy import stats
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_regressor
 from sklearn.utils import check_random_state, get_tags
 from sklearn.utils._indexing import _safe_indexing
 from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import _num_samples, check_is_fitted, indexable
+from sklearn.utils.validation import (
+    _assert_all_finite,
+    _num_samples,
+    check_array,
+    check_is_fitted,
+    indexable,
+)
 
 from . import accounting
 from ._progress import progress_hook
@@ -32,6 +44,7 @@ from ._validation import (
     _fit_context,
     _routing_enabled,
     check_numeric_columns,
+    check_row_norms_finite,
     process_routing,
 )
 from .exceptions import PrivacyLeakWarning
@@ -64,8 +77,7 @@ def _final_step_input(est, X_train, y_train):
         names = None if columns is None else np.asarray(columns, dtype=object)
         return (X_train.shape[1] if hasattr(X_train, "shape") else 0), names
     head = clone(est[:-1])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with _held_output():  # a planning pass, not a trial: nothing of it is shown
         Xt = head.fit_transform(X_train, y_train)
         try:
             names = (Xt.columns if hasattr(Xt, "columns") else head.get_feature_names_out())
@@ -75,6 +87,31 @@ def _final_step_input(est, X_train, y_train):
     if getattr(steps[-1][1], "steps", None):  # a nested Pipeline last: recurse into it
         return _final_step_input(steps[-1][1], Xt, y_train)
     return Xt.shape[1], names
+
+
+def _check_every_row(estimator, X, y):
+    """Validate all of ``X`` and ``y`` as a trial's ``fit`` validates its training rows.
+
+    Before the split, so that a NaN label or an overflowing cell raises the
+    same error wherever it falls (a trial's fit checks only its training rows;
+    the validation rows were scored silently). 1-D ``X``: scikit-learn's
+    "Expected 2D array" message. ``y``: no NaN or infinity (a Pipeline's
+    preprocessing never sees it). ``X`` of a bare estimator: finite, numeric,
+    no row whose squared norm overflows (a Pipeline's first step checks its
+    own input: it may impute or encode). Arrays, sparse matrices and
+    DataFrames only: a lazy or out-of-core source is checked by each trial.
+    """
+    if not (isinstance(X, np.ndarray) or sp.issparse(X) or hasattr(X, "iloc")):
+        return
+    if getattr(X, "ndim", 2) == 1:
+        check_array(X, accept_sparse="csr", dtype=None, ensure_all_finite=False)
+    y_arr = np.asarray(y)
+    if y_arr.dtype.kind in "fc":
+        _assert_all_finite(y_arr, allow_nan=False, input_name="y")
+    if _final(estimator) is estimator:
+        Xc = check_array(X, accept_sparse="csr", dtype="numeric", ensure_all_finite=True,
+                         input_name="X")
+        check_row_norms_finite(Xc, type(estimator).__name__)
 
 
 def _final_prefix(est):
@@ -153,12 +190,16 @@ default="truncated_negative_binomial"
         Smaller η costs less privacy for the same mean but has a heavier
         tail (more runs, rarely).
     validation_fraction : float, default=0.2
-        Share of the rows held out (by a data-independent random split) to
-        score each trial, in (0, 1).
+        Probability that a row is held out to score the trials, in (0, 1):
+        each row's side is decided by its own coin from a data-independent
+        stream, so adding a record adds it to exactly one side (add/remove
+        is kept; a fixed-size split would turn it into replace-one for some
+        ``n``). The realised sizes are binomial.
     score_noise_multiplier : float, default=10.0
         σ_s: each trial releases ``(correct + N(0, σ_s²)) / n_val``, the
         number of correct validation predictions (sensitivity 1) with
-        Gaussian noise. The score's Gaussian event is part of every trial.
+        Gaussian noise, ``n_val = validation_fraction * n`` the expected
+        validation size. The score's Gaussian event is part of every trial.
     random_state : int, RandomState instance or None, default=None
         With ``noise="default"``: seeds ``K``, the configurations, the split,
         the score noise and the trials (keep it secret, as for the
@@ -189,6 +230,13 @@ default="truncated_negative_binomial"
     ----------
     best_estimator_ : estimator
         The released model: the best trial's fit (on the training split).
+        It reports the search's guarantee: every private step's
+        ``epsilon_``, ``delta_``, ``accountant_`` and ``privacy_plan_`` are
+        the search's, its last private step's ``dp_event_`` is
+        ``dp_event_`` (so :func:`~sklearn_fdp.privacy_report` of the model
+        alone gives the search's total); the trial's own figures are kept
+        as ``trial_epsilon_``, ``trial_delta_``, ``trial_dp_event_``,
+        ``trial_privacy_plan_`` and ``trial_accountant_``.
     best_params_ : dict
         Its sampled configuration.
     best_score_ : float
@@ -221,12 +269,17 @@ default="truncated_negative_binomial"
     implements; the outputs of the other runs must stay secret. Hence the
     score that decides "best" must itself be a DP output of the trial: here
     it is the validation accuracy with Gaussian noise of multiplier
-    ``score_noise_multiplier`` (add/remove sensitivity 1 on the count, the
-    validation size being public), and a trial's event is the composition
-    of its fit and this Gaussian. The training/validation split is drawn
-    from the public stream, independent of the data; the two parts are
-    disjoint, but we compose rather than claim parallel composition (a
-    little conservative). A configuration is a draw from a public
+    ``score_noise_multiplier`` (add/remove sensitivity 1 on the count,
+    divided by the expected validation size), and a trial's event is the
+    composition of its fit and this Gaussian. The training/validation split
+    gives each row its own coin from a stream independent of the data:
+    adding one record adds it to the training set or to the validation set
+    and moves no other row, so the trial's fit sees add/remove neighbours
+    (or the same data) and so does its score, for every ``n`` (tested in
+    ``tests/sensitivity/test_search_split.py``; by exchangeability of the
+    i.i.d. coins the same holds wherever the record is inserted). The two
+    parts are disjoint, but we compose rather than claim parallel
+    composition (a little conservative). A configuration is a draw from a public
     distribution, so a trial is a data-independent mixture over
     configurations; its RDP is at most that of a single configuration only
     because every configuration has the same DpEvent (checked). Released:
@@ -235,8 +288,19 @@ default="truncated_negative_binomial"
     released -- the theorem needs them secret: ``K``, the winner's index,
     the other trials' configurations, scores and models (there is no
     ``n_trials_``, ``best_index_`` or ``cv_results_``; ``verbose`` prints no
-    per-trial line; only the released trial's warnings are re-emitted; a
-    listed parameter value is validated before ``K`` is drawn). NOT covered:
+    per-trial line; a listed parameter value is validated before ``K`` is
+    drawn). What a caller can observe of ``fit`` is the same for every
+    ``K`` (tested for K = 1 and K = 50): the return value, the fitted
+    attributes and the pickled state (their names, types and shapes; the
+    released ``best_*`` values are the one DP output), the two ``verbose``
+    lines, and exceptions (they name no trial). Each trial's warnings,
+    printed text (stdout, stderr), log records (of the fitting thread) and
+    progress reports are held back, for its fit and for its validation
+    predict alike; only what the released trial's fit emitted is re-emitted
+    once the search is done (each warning once), as that fit would emit it
+    alone. The validation predict's output is never shown: its text
+    depends on the private validation rows, without noise. Out of reach:
+    what worker processes print, and the run time. NOT covered:
     the run time, which grows with ``K``: an attacker who can time ``fit``
     learns about ``K``, and then the bound does not hold (conditioned on
     ``K``, best-of-``K`` is close to ``K``-fold composition). Keep the
@@ -246,8 +310,11 @@ default="truncated_negative_binomial"
     private record still changes the count by at most 1, and which records
     are public is public). ``refit`` is not offered: refitting
     the best configuration on all rows would be one more private fit.
-    ``n`` and the split sizes are public. Grid search (every configuration,
-    a fixed count) is not covered by this theorem and is not offered.
+    ``n`` is public, and so are the realised split sizes (the released
+    model's sampling rate shows its training size), under the same
+    convention as every fit's ``n`` (quantified in the threat model). Grid
+    search (every configuration, a fixed count) is not covered by this
+    theorem and is not offered.
 
     References
     ----------
@@ -498,14 +565,17 @@ default="truncated_negative_binomial"
         # preprocessing may encode text columns: its steps check their input.
         if _final(self.estimator) is self.estimator:
             check_numeric_columns(self, X)
+        _check_every_row(self.estimator, X, y)
         n_samples = _num_samples(y)
-        n_val = int(round(self.validation_fraction * n_samples))
-        n_train = n_samples - n_val
-        if n_val < 1 or n_train < 2:
+        # The score divides by the expected validation size (public), never
+        # by the realised one (a function of the split's coins).
+        n_val = self.validation_fraction * n_samples
+        if n_val < 1 or n_samples - n_val < 2:
             raise ValueError(
                 f"{name}: validation_fraction={self.validation_fraction!r} of "
-                f"n_samples={n_samples} rows leaves {n_train} training and {n_val} "
-                "validation rows; it needs at least 2 training rows and 1 validation row.")
+                f"n_samples={n_samples} rows leaves {n_samples - n_val:g} training and "
+                f"{n_val:g} validation rows (expected); it needs at least 2 training rows "
+                "and 1 validation row.")
         if getattr(final, "neighboring", "add_remove") != "add_remove":
             raise ValueError(
                 f"{name} accounts the search with the RDP accountant, which supports "
@@ -516,8 +586,13 @@ default="truncated_negative_binomial"
 
         secure = self.noise == "secure"
         public_seed, split_seed, noise_seed, trial_seed = self._root_seed(secure).spawn(4)
-        perm = np.random.default_rng(split_seed).permutation(n_samples)
-        train_idx, val_idx = np.sort(perm[:n_train]), np.sort(perm[n_train:])
+        train_idx, val_idx = _split(n_samples, self.validation_fraction, split_seed)
+        n_train = len(train_idx)
+        if n_train < 2:
+            raise ValueError(
+                f"{name}: the random split of n_samples={n_samples} rows left "
+                f"{n_train} training row(s); use more rows, a smaller "
+                "validation_fraction or another random_state.")
         configs = self._sample_trials(
             np.random.RandomState(np.random.MT19937(public_seed)), secure)
         trial_seeds = trial_seed.spawn(len(configs))
@@ -572,13 +647,14 @@ default="truncated_negative_binomial"
             if secure and "noise" in _final(est).get_params():
                 extra[prefix + "noise"] = "secure"
             est.set_params(**extra)
-            with warnings.catch_warnings(record=True) as caught, progress_hook(None):
-                warnings.simplefilter("always")
+            with _held_output() as caught:
                 est.fit(X_train, y_train, **train_params)
             est.set_params(**{k: None for k in seeded})
             # The trial's own δ check is about its own claim, not the search's.
-            caught = [w for w in caught if not (issubclass(w.category, PrivacyLeakWarning)
-                                                and str(w.message).startswith("delta="))]
+            caught.warnings = [
+                w for w in caught.warnings
+                if not (issubclass(w.category, PrivacyLeakWarning)
+                        and str(w.message).startswith("delta="))]
             fit_event = self._fitted_event(est, name)
             event = accounting.compose_events(fit_event, score_event)
             if planned is not None and repr(event) != repr(planned):
@@ -600,8 +676,13 @@ default="truncated_negative_binomial"
                     f"{unit[1]!r}); only parameters that leave what is protected unchanged "
                     "may vary.")
             unit0 = unit
-            score = _noisy_score(_correct_count(est, X_val, y_val),
-                                 float(self.score_noise_multiplier), noise_rng, n_val)
+            # The score's predict is held back too, and never re-emitted: what it
+            # says (e.g. an encoder's unknown-category warning) depends on the
+            # private validation rows, without noise, and its count on K.
+            with _held_output():  # (no validation row drawn: the count is 0)
+                correct = _correct_count(est, X_val, y_val) if len(val_idx) else 0.0
+            score = _noisy_score(correct, float(self.score_noise_multiplier), noise_rng,
+                                 n_val)
             if best is None or score > best[0]:
                 best = (score, cfg, est, caught)
             del est
@@ -610,11 +691,7 @@ default="truncated_negative_binomial"
         if quiet:
             est.set_params(**{k: v for k, v in self.estimator.get_params(deep=True).items()
                               if k in quiet})
-        seen = set()
-        for w in caught:  # the released trial's warnings, once each
-            if (w.category, str(w.message)) not in seen:
-                seen.add((w.category, str(w.message)))
-                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        caught.replay()  # what the released trial's fit said, as it would alone
         self.best_estimator_ = est
         self.best_params_ = dict(cfg)
         self.best_score_ = float(score)
@@ -635,6 +712,7 @@ default="truncated_negative_binomial"
             delta=self.delta_, accountant=self.accountant_, noise_multiplier=sigma,
             schedule=None, details={"trial_dp_event": self.trial_dp_event_,
                                     "epsilon_trial": self.epsilon_trial_})
+        _carry_search_guarantee(est, self.privacy_plan_)
         if hasattr(est, "classes_"):
             self.classes_ = est.classes_
         if hasattr(est, "n_features_in_"):
@@ -772,6 +850,135 @@ default="truncated_negative_binomial"
             method_mapping=MethodMapping().add(caller="fit", callee="fit"))
 
 
+class _HeldOutput:
+    """What one trial said: warnings, printed text and log records (see :func:`_held_output`)."""
+
+    def __init__(self):
+        self.warnings = []
+        self.stdout = io.StringIO()
+        self.stderr = io.StringIO()
+        self.records = []
+
+    def replay(self):
+        """Emit it again, through the caller's filters, handlers and streams.
+
+        Each warning once (by category and text, as the trials ran under
+        "always"), in order; then the printed text and the log records.
+        """
+        seen = set()
+        for w in self.warnings:
+            if (w.category, str(w.message)) not in seen:
+                seen.add((w.category, str(w.message)))
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if self.stdout.getvalue():
+            sys.stdout.write(self.stdout.getvalue())
+        if self.stderr.getvalue():
+            sys.stderr.write(self.stderr.getvalue())
+        for record in self.records:
+            _CALL_HANDLERS(logging.getLogger(record.name), record)
+
+
+_CALL_HANDLERS = logging.Logger.callHandlers
+_HOLDERS = {}  # thread id -> the _HeldOutput collecting that thread's log records
+_HOLDERS_LOCK = threading.Lock()
+
+
+def _holding_call_handlers(logger, record):
+    held = _HOLDERS.get(record.thread)
+    if held is None:
+        return _CALL_HANDLERS(logger, record)
+    held.records.append(record)
+    return None
+
+
+@contextlib.contextmanager
+def _held_output():
+    """Hold back everything a trial would let out of this thread: its warnings,
+    what it prints to stdout/stderr, its log records and progress reports.
+
+    Yields a :class:`_HeldOutput`; nothing reaches the caller unless it is
+    replayed. Log records of other threads pass through unchanged. What
+    worker processes print is out of reach (the estimators' ``n_jobs``).
+    """
+    held = _HeldOutput()
+    tid = threading.get_ident()
+    with warnings.catch_warnings(record=True) as caught, progress_hook(None), \
+            contextlib.redirect_stdout(held.stdout), contextlib.redirect_stderr(held.stderr):
+        warnings.simplefilter("always")
+        with _HOLDERS_LOCK:
+            outer = _HOLDERS.get(tid)
+            _HOLDERS[tid] = held
+            logging.Logger.callHandlers = _holding_call_handlers
+        try:
+            yield held
+        finally:
+            with _HOLDERS_LOCK:
+                if outer is None:
+                    del _HOLDERS[tid]
+                else:
+                    _HOLDERS[tid] = outer
+                if not _HOLDERS:
+                    logging.Logger.callHandlers = _CALL_HANDLERS
+            held.warnings = list(caught)
+
+
+def _split(n_samples, validation_fraction, seed):
+    """``(train_idx, val_idx)``: each row's side decided by its own coin.
+
+    Row ``i`` goes to validation when the ``i``-th uniform of a stream seeded
+    by ``seed`` (independent of the data) is below ``validation_fraction``.
+    Adding one record to the data adds it to exactly one side and leaves
+    every other row where it was, so each trial's training set and its
+    validation set are add/remove neighbours of theirs (or unchanged): the
+    add/remove accounting of the trials applies. A fixed-size split
+    (``round(fraction * n)`` rows held out) does not: for a fifth of all
+    ``n`` the training size is the same for ``n`` and ``n + 1`` rows, and
+    adding a record replaces one in the training set. The sizes are
+    therefore random (binomial); the trials treat their training size as
+    public, as every fit treats its ``n`` (see the threat model).
+    """
+    coins = np.random.default_rng(seed).random(n_samples)
+    held = coins < validation_fraction
+    return np.flatnonzero(~held), np.flatnonzero(held)
+
+
+_TRIAL_FIGURES = ("epsilon_", "delta_", "dp_event_", "privacy_plan_", "accountant_")
+
+
+def _carry_search_guarantee(est, search_plan):
+    """Make the released model report the search's guarantee, not its trial's.
+
+    Whoever publishes ``best_estimator_`` alone would otherwise state one
+    trial's ε (about half the search's). Every private step of ``est``
+    keeps its own figures as ``trial_epsilon_``, ``trial_delta_``,
+    ``trial_dp_event_``, ``trial_privacy_plan_`` and ``trial_accountant_``;
+    its ``epsilon_``, ``delta_``, ``accountant_`` and ``privacy_plan_``
+    become the search's. The last private step carries the search's
+    ``dp_event_`` (the repeat-and-select event over whole trials, which
+    already contains every private step); any other private step carries an
+    empty composition, so :func:`~sklearn_fdp.privacy_report` of the model
+    accounts the search once.
+    """
+    items = []
+    _walk(est, "", items)
+    private = [e for _, e, kind in items if kind == "private"]
+    for i, step in enumerate(private):
+        own = plan_of(step)
+        for attr in _TRIAL_FIGURES:
+            if hasattr(step, attr):
+                setattr(step, "trial_" + attr, getattr(step, attr))
+        event = search_plan.dp_event if i == len(private) - 1 else accounting.compose_events()
+        step.dp_event_ = event
+        step.epsilon_ = search_plan.epsilon
+        step.delta_ = search_plan.delta
+        step.accountant_ = search_plan.accountant
+        step.privacy_plan_ = dataclasses.replace(
+            own, dp_event=event, epsilon=search_plan.epsilon, delta=search_plan.delta,
+            accountant=search_plan.accountant,
+            details={**own.details, "released_by": "PrivateRandomizedSearchCV",
+                     "trial_privacy_plan": own})
+
+
 def _correct_count(estimator, X_val, y_val):
     """The pre-noise score of a trial: its number of correct validation predictions.
 
@@ -786,9 +993,9 @@ def _noisy_score(correct, sigma, rng, n_val):
     """The released score ``(correct + N(0, sigma²)) / n_val``.
 
     ``sigma`` is the score's Gaussian noise multiplier (the accountant's
-    ``GaussianDpEvent(sigma)``, sensitivity 1); ``n_val`` the validation size,
-    a function of the public ``n`` and ``validation_fraction`` only (never a
-    realised count).
+    ``GaussianDpEvent(sigma)``, sensitivity 1); ``n_val`` the expected
+    validation size ``validation_fraction * n``, a function of the public
+    ``n`` and ``validation_fraction`` only (never the realised count).
     """
     return (correct + rng.normal(0.0, sigma)) / n_val
 

@@ -39,7 +39,8 @@ pipeline; which of them ``train`` read off the (public) data is recorded in
 the model file, and ``report`` says so instead of calling those encoders
 data-independent.
 
-``train`` prints a line on stderr as each phase starts (``--quiet``: none).
+``train`` prints a line on stderr as each phase starts (``--quiet``: only for a
+phase still running after 5 s, so that no long wait is silent).
 ``import sklearn_fdp`` and this module load nothing heavy at import time, so
 ``--version`` and ``--help`` answer at once.
 """
@@ -193,7 +194,10 @@ def _build_parser():
                          "private numeric columns")
     tr.add_argument("--schema", default=None, metavar="JSON",
                     help='JSON file {"categories": {col: [..]}, "bounds": {col: [lo, hi] or '
-                         '[lo, hi, "log"]}}; --categories/--bounds override it')
+                         '[lo, hi, "log"]}} or a make_tabular_preprocessor schema ("numeric", '
+                         '"categorical", "protected": its protected columns are --private '
+                         'unless --private/--public is given); --categories/--bounds '
+                         'override it')
     tr.add_argument("--epsilon", type=_positive_float("--epsilon"), default=1.0,
                     help="privacy budget of the fit, > 0 (default: %(default)s)")
     tr.add_argument("--delta", type=_delta, default=1e-5,
@@ -209,7 +213,8 @@ def _build_parser():
                     help="seed of the batches and the noise (default: fresh randomness)")
     tr.add_argument("--out", required=True, help="where to write the model (.skops)")
     tr.add_argument("--quiet", action="store_true",
-                    help="no progress lines or bar on stderr (notes and warnings stay)")
+                    help="no progress lines or bar on stderr (notes and warnings stay; a "
+                         "phase still running after 5 s says so)")
     _add_sep(tr)
 
     ev = sub.add_parser("evaluate", help="score a saved model on a CSV file",
@@ -336,6 +341,76 @@ def _is_bool(series):
 # -- the schema: categories and bounds ------------------------------------------------------
 
 
+_SCHEMA_KEYS = {"categories", "bounds", "numeric", "categorical", "protected", "target",
+                "passthrough", "drop", "input_columns"}
+
+
+def _cli_schema(schema, path):
+    """A --schema file in the command line's form (``categories``/``bounds``) or in
+    make_tabular_preprocessor's (``numeric``/``categorical``/``protected``): the same
+    schema the Python API reads (issue 32)."""
+    if not isinstance(schema, dict) or set(schema) - _SCHEMA_KEYS:
+        raise CLIError(f"--schema file {path!r} must be a JSON object with keys "
+                       '"categories" and/or "bounds" (or make_tabular_preprocessor\'s '
+                       '"numeric", "categorical", "protected").')
+    out = dict(schema)
+    for alias, key in (("numeric", "bounds"), ("categorical", "categories")):
+        if alias in out:
+            if key in out:
+                raise CLIError(f'--schema file {path!r} has both "{alias}" and "{key}"; '
+                               "give one of them.")
+            entries = {}
+            for col, spec in (out.pop(alias) or {}).items():
+                if isinstance(spec, dict):  # {"bounds": [..], "scale": ..} / {"categories": [..]}
+                    inner = spec.get("bounds" if key == "bounds" else "categories")
+                    if key == "bounds" and isinstance(inner, list) and spec.get("scale"):
+                        inner = [*inner, spec["scale"]]
+                    spec = inner
+                entries[col] = spec
+            out[key] = entries
+    for col, b in (out.get("bounds") or {}).items():
+        if isinstance(b, list) and len(b) == 3 and b[2] == "linear":
+            out["bounds"][col] = b[:2]
+    return out
+
+
+def _schema_protected(args):
+    """The --schema file's ``"protected"`` list, or None."""
+    if args.schema is None:
+        return None
+    try:
+        with open(args.schema, encoding="utf-8") as fh:
+            schema = json.load(fh)
+    except (OSError, json.JSONDecodeError):
+        return None  # _parse_schema reports it
+    protected = schema.get("protected") if isinstance(schema, dict) else None
+    if protected is not None and (not isinstance(protected, list)
+                                  or not all(isinstance(c, str) for c in protected)):
+        raise CLIError(f'--schema "protected" must be a list of column names, got '
+                       f"{protected!r}.")
+    return protected
+
+
+def _apply_schema_protection(args, features):
+    """One declaration: the schema's protected columns are --private when neither --private
+    nor --public is given; a column it protects that they leave public is refused."""
+    protected = _schema_protected(args)
+    if protected is None or args.model not in FDP_MODELS:
+        return
+    if args.private is None and args.public is None:
+        args.private = list(protected)
+        return
+    private = (set(args.private) if args.private is not None
+               else {c for c in features if c not in set(args.public)})
+    public = [c for c in protected if c not in private]
+    if public:
+        option = "--private" if args.private is not None else "--public"
+        raise CLIError(
+            f"{option} leaves column(s) {public!r} public, but the --schema file protects "
+            "them. The schema is the one declaration of what is protected: drop "
+            f"{option} (the schema's list is used) or protect those columns too.")
+
+
 def _parse_schema(args, columns, path):
     categories, bounds = {}, {}
     if args.schema is not None:
@@ -347,9 +422,7 @@ def _parse_schema(args, columns, path):
                 from None
         except json.JSONDecodeError as exc:
             raise CLIError(f"--schema file {args.schema!r} is not valid JSON: {exc}.") from None
-        if not isinstance(schema, dict) or set(schema) - {"categories", "bounds"}:
-            raise CLIError(f"--schema file {args.schema!r} must be a JSON object with keys "
-                           '"categories" and/or "bounds".')
+        schema = _cli_schema(schema, args.schema)
         for col, cats in (schema.get("categories") or {}).items():
             if not isinstance(cats, list) or not cats:
                 raise CLIError(f'--schema "categories" of {col!r} must be a non-empty list.')
@@ -577,22 +650,53 @@ class _ProgressBar:
             self.bar.close()
 
 
+# --quiet still says a phase is running once it has run this long (seconds).
+QUIET_AFTER_S = 5.0
+
+
 class _Phases:
-    """One line on stderr as each phase of ``train`` starts, with the time since the start
-    (``--quiet``: none), so that no wait of more than a second is silent."""
+    """One line on stderr as each phase of ``train`` starts, with the time since the start,
+    so that no wait of more than a second is silent. ``--quiet``: a line only for a
+    phase still running after :data:`QUIET_AFTER_S` seconds (a calibration at a tiny
+    epsilon, a long fit), so that no long wait is silent either."""
 
     def __init__(self, quiet):
         self.quiet = quiet
         self.start = time.perf_counter()
+        self._timer = None
+
+    def _line(self, text):
+        print(f"[{time.perf_counter() - self.start:6.1f} s] {text}", file=sys.stderr,
+              flush=True)
 
     def __call__(self, text):
+        self.done()
         if not self.quiet:
-            print(f"[{time.perf_counter() - self.start:6.1f} s] {text}", file=sys.stderr,
-                  flush=True)
+            self._line(text)
+            return
+        import threading
+
+        self._timer = threading.Timer(QUIET_AFTER_S, self._line,
+                                      args=(f"still {text} (--quiet: shown after "
+                                            f"{QUIET_AFTER_S:g} s)",))
+        self._timer.daemon = True
+        self._timer.start()
+
+    def done(self):
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
 
 def _train(args):
     phase = _Phases(args.quiet)
+    try:
+        return _train_phases(args, phase)
+    finally:
+        phase.done()
+
+
+def _train_phases(args, phase):
     out_dir = os.path.dirname(os.path.abspath(args.out))
     if not os.path.isdir(out_dir):
         raise CLIError(f"--out {args.out!r}: directory {out_dir!r} does not exist.")
@@ -603,6 +707,7 @@ def _train(args):
     if args.target in args.drop:
         raise CLIError(f"--drop names the target {args.target!r}.")
     X = X.drop(columns=args.drop)
+    _apply_schema_protection(args, list(X.columns))
     private = _resolve_private(args, list(X.columns), args.csv)
     categories, bounds = _parse_schema(args, list(frame.columns), args.csv)
     stray = [c for c in (*categories, *bounds) if c == args.target or c in args.drop]
@@ -882,6 +987,12 @@ def _evaluate(args):
     X, y = _split_target(frame, args.target, args.csv)
     inputs, numeric = _model_inputs(model)
     missing = [c for c in inputs if c not in X.columns]
+    if args.target in missing:
+        raise CLIError(
+            f"--target {args.target!r} is an input column of the model (it was trained on it "
+            f"as a feature), not its label: --target removed it from the inputs. Give the "
+            f"label column the model was trained to predict; the model's input columns are "
+            f"{_columns_hint(inputs)}.")
     if missing:
         raise CLIError(
             f"{args.csv!r} lacks the column(s) {', '.join(repr(c) for c in missing)} the model "
@@ -983,6 +1094,13 @@ def main(argv=None):
     except CLIError as exc:
         print(f"sklearn-fdp {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader went away (`sklearn-fdp report m.skops --json | head`): stop
+        # quietly, as other command-line tools do. Python flushes stdout again at
+        # exit, so point it at /dev/null first (the recipe of the signal docs).
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -34,8 +34,10 @@ from collections import namedtuple
 import numpy as np
 from sklearn.pipeline import Pipeline, make_pipeline
 
+from ._collapse import COLLAPSE_ADVICE
+from ._declaration import declared_fit_params, domain_collapse, schema_declaration
 from ._steps import is_private_step, learns_from_data, plan_of
-from .exceptions import PrivacyLeakWarning
+from .exceptions import CollapseWarning, PrivacyLeakWarning
 from .features import original_column_names
 
 __all__ = ["PrivatePipeline", "make_private_pipeline", "audit_preprocessing",
@@ -52,7 +54,12 @@ PreprocessingStep.__doc__ = """A fitted preprocessing step, as :func:`audit_prep
   :class:`~sklearn.preprocessing.Normalizer`,
   :class:`~sklearn_fdp.preprocessing.PrivateMeanCenterer` with row scaling)
   whose public output columns depend on protected ones through the row norm;
-  a private step that mixes is ``"mix"``, not ``"private"``;
+  a private step that mixes is ``"mix"``, not ``"private"``. Also a step
+  without a column map (its outputs cannot be mapped to the inputs they read:
+  no ``get_feature_names_out``, names that are not ``<input>_<suffix>``, no
+  ``__fdp_column_map__()``) that feeds public outputs: it may write a
+  protected value into a public column, and what the tracer cannot show is
+  not certified;
 * ``"public"``: learnt from public columns only (free under feature DP);
 * ``"free"``: learns nothing from the data;
 * ``"private"``: a private step with its own ``dp_event_``.
@@ -141,6 +148,9 @@ def _column_blocks(est, in_names, n_in, out_names):
     Returns a list (one entry per output column) of lists of input indices,
     or None when the step is opaque (every output may depend on every input).
     """
+    declared = getattr(est, "__fdp_column_map__", None)
+    if callable(declared):  # the step says which inputs each output reads
+        return [[int(j) for j in block] for block in declared()]
     if out_names is None or n_in is None:
         return None
     inner = getattr(est, "estimator", None) if type(est).__name__ == "FrozenEstimator" else None
@@ -264,10 +274,12 @@ class _Tracer:
                          if in_names is not None and idx is not None else None)
             sub = self.trace(trans, f"{path}__{name}" if path else name, local, sub_names,
                              None if idx is None else len(idx))
-            if sub is None or idx is None:
+            if idx is None:
                 # Cannot tell which input columns: all of them (keep tracing the rest).
                 every_input = every_input or sub is None or bool(sub)
                 continue
+            if sub is None:  # an opaque step reads, at most, its own columns
+                sub = range(len(idx))
             reached.update(idx[j] for j in sub)
         return None if every_input else reached
 
@@ -287,11 +299,16 @@ class _Tracer:
         else:
             reached = {j for i in private_out if i < len(blocks) for j in blocks[i]}
         n_out = len(out_names) if out_names is not None else n_in
-        if mixes_rows(est) and (reached is None or reached) and (
-                private_out is not None and n_out is not None and len(private_out) < n_out):
+        feeds_public = (private_out is not None and (n_out is None or len(private_out) < n_out))
+        if mixes_rows(est) and (reached is None or reached) and feeds_public:
             # Public outputs scaled by a row norm that has protected terms (a
             # private step too: its dp_event_ covers its fitted state, not the
             # row-wise map its transform applies to every record).
+            status = "mix"
+        elif blocks is None and reached is None and feeds_public and not is_private_step(est):
+            # No column map (e.g. FunctionTransformer(lambda X: np.c_[X, X.sum(1)])):
+            # any output may read any input, so a public output may carry a
+            # protected value. What cannot be shown is not certified.
             status = "mix"
         elif is_private_step(est):
             status = "private"
@@ -373,9 +390,14 @@ def audit_preprocessing(pipeline):
     Notes
     -----
     Conservative where it cannot trace: a step whose output columns cannot
-    be mapped to its input columns (no ``get_feature_names_out``, or names
-    that are not ``<input>_<suffix>``) counts as feeding every protected
-    output from every input. A step is taken to learn from the data unless
+    be mapped to its input columns (no ``get_feature_names_out``, names
+    that are not ``<input>_<suffix>``, and no ``__fdp_column_map__()``
+    declaring, per output column, the input columns it reads) counts as
+    feeding every output from every input: a stateless one that feeds public
+    outputs is ``"mix"`` (it may write a protected value into a public
+    column), and the pipeline is not certified private. Inside a
+    ColumnTransformer branch such a step reads only its branch's columns.
+    A step is taken to learn from the data unless
     it is private, sklearn tags it stateless, it is a ``FunctionTransformer``
     or a ``FrozenEstimator`` (fitted elsewhere: make sure it was on public
     data), or an ``OneHotEncoder``/``OrdinalEncoder`` with explicit
@@ -408,6 +430,8 @@ def _trace(pipeline):
     if private_out is not None and n_out is not None and private_in is not None:
         public_out = set(range(n_out)) - private_out
         public_in = _Tracer(False).chain(chain, "", public_out, in_names, n_in)
+        if public_in is None and public_out:  # untraceable: every input may feed them
+            public_in = set(range(n_in)) if n_in is not None else set(private_in)
         if public_in is not None:
             split = _column_labels(private_in & public_in, in_names, n_in)
     protected = None if private_in is None else _column_labels(private_in, in_names, n_in)
@@ -423,7 +447,23 @@ def _split_message(columns, final_name):
     )
 
 
+def _opaque_message(step, final_name):
+    return (
+        f"Step {step.name!r} ({type(step.estimator).__name__}) has no column map: the "
+        "tracer cannot tell which inputs each of its outputs reads, so the columns "
+        f"{final_name} treats as public may carry the protected column(s) "
+        f"{step.columns!r} (e.g. a FunctionTransformer that appends a row sum). The "
+        "pipeline is not certified private. Declare the map: "
+        "FunctionTransformer(feature_names_out='one-to-one') for a column-wise function, "
+        "names '<input>_<suffix>' from get_feature_names_out, or a method "
+        "__fdp_column_map__() returning, per output column, the input columns it reads; "
+        "or keep the step inside a ColumnTransformer branch of public columns only."
+    )
+
+
 def _leak_message(step, final_name):
+    if step.status == "mix" and not mixes_rows(step.estimator):
+        return _opaque_message(step, final_name)
     if step.status == "mix":
         per_block = ""
         if is_private_step(step.estimator):
@@ -476,6 +516,17 @@ class PrivatePipeline(Pipeline):
       *original* column names selects the transformed columns, one-hot
       expansions included, even when the transformers output a numpy array
       or a sparse matrix;
+    * when the step before the last is the schema preprocessor of
+      :func:`~sklearn_fdp.preprocessing.make_tabular_preprocessor`, its
+      schema is the one declaration of what is protected: the last step is
+      fitted with the schema's protected columns as ``private_features``
+      when it gives neither ``public_features`` nor ``private_features``,
+      with the schema's row-norm bounds as ``row_norm_bounds`` and its
+      target bounds as ``y_bounds`` when those are None (its parameters are
+      restored after the fit; ``declarations_`` says where each came from).
+      A column the schema protects that the last step treats as public, or
+      a ``row_norm_bounds`` below the schema's, raises a ValueError naming
+      them;
     * every step that learnt from a column (or the label) that the last step
       protects raises a :class:`~sklearn_fdp.exceptions.PrivacyLeakWarning`
       naming the step and the columns (see :func:`audit_preprocessing`).
@@ -498,6 +549,14 @@ class PrivatePipeline(Pipeline):
         Access the steps by name.
     preprocessing_audit_ : list of PreprocessingStep
         :func:`audit_preprocessing` of the fitted pipeline.
+    declarations_ : dict
+        Where the last step's declarations came from, when the step before
+        it is a schema preprocessor
+        (:func:`~sklearn_fdp.preprocessing.make_tabular_preprocessor`):
+        ``{parameter: (source, value)}`` for ``private_features``,
+        ``row_norm_bounds`` and ``y_bounds`` (those the estimator has),
+        ``source`` being ``"schema (make_tabular_preprocessor)"`` or
+        ``"estimator"``. Empty without a schema preprocessor.
     protected_input_columns_ : list of str or None
         Input columns (of ``X`` given to ``fit``) that reach a column the
         last step protects; None when the steps cannot be traced.
@@ -580,16 +639,34 @@ class PrivatePipeline(Pipeline):
 
     def _fit_with_transformed_names(self, method, X, y, **params):
         final_name, final = self.steps[-1]
+        self.declarations_ = {}
+        declaration = schema_declaration(self)
         if (len(self.steps) < 2 or final is None or isinstance(final, str)
-                or not _accepts_feature_names(final)
-                or f"{final_name}__feature_names" in params):
+                or (declaration is None and (not _accepts_feature_names(final)
+                                             or f"{final_name}__feature_names" in params))):
             return method(X, y, **params)
         pipeline = self
+        with_names = (_accepts_feature_names(final)
+                      and f"{final_name}__feature_names" not in params)
 
         def fit_with_names(Xt, y=None, **kw):
             # The transformers are fitted in place by now (Pipeline._fit).
             names = pipeline._head_feature_names(Xt)
-            return type(final).fit(final, Xt, y, feature_names=names, **kw)
+            if with_names:
+                kw = dict(kw, feature_names=names)
+            if declaration is None:
+                return type(final).fit(final, Xt, y, **kw)
+            all_names = ([str(c) for c in Xt.columns] if hasattr(Xt, "columns") else names)
+            overrides, pipeline.declarations_ = declared_fit_params(
+                final, Xt.shape[1], all_names, declaration)
+            # The schema's values hold for this fit only: the estimator's parameters
+            # are restored after it (its fitted attributes show what it used).
+            saved = {k: getattr(final, k) for k in overrides}
+            final.set_params(**overrides)
+            try:
+                return type(final).fit(final, Xt, y, **kw)
+            finally:
+                final.set_params(**saved)
 
         # Shadow the last step's fit for this call only; restored below.
         final.fit = fit_with_names
@@ -620,6 +697,7 @@ class PrivatePipeline(Pipeline):
         return names if len(names) == Xt.shape[1] else None
 
     def _audit(self):
+        self._warn_domain_collapse()
         self.preprocessing_audit_, split, self.protected_input_columns_ = _trace(self)
         final = type(self.steps[-1][1]).__name__
         if split:
@@ -627,6 +705,23 @@ class PrivatePipeline(Pipeline):
         for step in self.preprocessing_audit_:
             if step.status in ("leak", "mix"):
                 warnings.warn(_leak_message(step, final), PrivacyLeakWarning, stacklevel=3)
+
+
+    def _warn_domain_collapse(self):
+        # Released weights and declared bounds only: post-processing, free.
+        found = domain_collapse(self)
+        if found is None:
+            return
+        label, share = found
+        final = self.steps[-1][1]
+        label = label.item() if hasattr(label, "item") else label
+        where = ("every row of" if share == 1.0 else
+                 f"{100 * share:.1f} % of rows drawn uniformly from")
+        warnings.warn(
+            f"{type(final).__name__} predicts the single class {label!r} on {where} the "
+            "declared input domain (its released weights over the schema's bounds and "
+            f"categories): the noise likely drowned the signal. {COLLAPSE_ADVICE}",
+            CollapseWarning, stacklevel=4)
 
 
 def _input_column_names(X):

@@ -228,6 +228,43 @@ def test_tampered_entry_cannot_weaken_privacy(cache_dir, factor):
     assert _entries(cache_dir)[key] == sigma  # repaired
 
 
+@pytest.mark.parametrize("accountant", ["pld", "rdp"])
+@pytest.mark.parametrize("factor", [2.0, 1.01])
+def test_larger_cached_sigma_is_recomputed_and_replaced(cache_dir, accountant, factor):
+    """Issue 30 item 7: a σ larger than the calibration (σ x 2 gave ε 0.42 for
+    a requested 1.0) is not used: the cache stores inputs, not trust."""
+    sigma = accounting.calibrate_noise_multiplier(*ARGS, accountant=accountant)
+    data = json.loads((cache_dir / "calibrations.json").read_text(encoding="utf-8"))
+    (key,) = data["entries"]
+    data["entries"][key] = sigma * factor
+    (cache_dir / "calibrations.json").write_text(json.dumps(data), encoding="utf-8")
+    accounting.clear_calibration_cache(disk=False)
+    assert accounting.calibrate_noise_multiplier(*ARGS, accountant=accountant) == sigma
+    assert _entries(cache_dir)[key] == sigma  # replaced
+
+
+def test_fit_ignores_a_doubled_cached_sigma(cache_dir):
+    """The estimator's fit reaches the requested ε, not the ε of a σ x 2 entry."""
+    import numpy as np
+
+    from sklearn_fdp import DPSGDClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.5, 0.5, (400, 3))
+    y = (X[:, 0] > 0).astype(int)
+    kw = dict(epsilon=1.0, delta=1e-5, epochs=1, accountant="pld", random_state=0)
+    clean = DPSGDClassifier(**kw).fit(X, y)
+    data = json.loads((cache_dir / "calibrations.json").read_text(encoding="utf-8"))
+    assert data["entries"]
+    data["entries"] = {k: 2 * v for k, v in data["entries"].items()}
+    (cache_dir / "calibrations.json").write_text(json.dumps(data), encoding="utf-8")
+    accounting.clear_calibration_cache(disk=False)
+    again = DPSGDClassifier(**kw).fit(X, y)
+    assert again.noise_multiplier_ == clean.noise_multiplier_
+    assert again.epsilon_ == clean.epsilon_ > 0.99
+    np.testing.assert_array_equal(again.coef_, clean.coef_)
+
+
 def test_concurrent_writers_keep_the_file_valid(cache_dir):
     script = textwrap.dedent("""
         import sys
@@ -384,3 +421,22 @@ def test_dp_accounting_is_not_patched():
     for path in pathlib.Path(accounting.__file__).parent.glob("*.py"):
         assert "common.special" not in path.read_text().replace(
             "``common.special``", ""), path.name
+
+
+def test_verbose_says_when_a_calibration_runs_long(monkeypatch, capsys):
+    # A calibration at a tiny epsilon ran 142 s without a word; with verbose a
+    # calibration still running after SLOW_CALIBRATION_S prints one line (the
+    # threshold is 0 here, so the test does not wait), and without verbose none.
+    from sklearn_fdp import DPSGDClassifier, _budget
+
+    monkeypatch.setattr(_budget, "SLOW_CALIBRATION_S", 0.0)
+    monkeypatch.setenv("SKLEARN_FDP_CACHE_DIR", "")
+    est = DPSGDClassifier(epsilon=0.37, delta=1e-6, verbose=1)
+    est.privacy_plan(1234, 3)
+    import time
+
+    time.sleep(0.2)  # the timer thread prints
+    assert "calibrating the noise to epsilon=0.37" in capsys.readouterr().out
+    DPSGDClassifier(epsilon=0.38, delta=1e-6).privacy_plan(1234, 3)
+    time.sleep(0.2)
+    assert "calibrating" not in capsys.readouterr().out

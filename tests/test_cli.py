@@ -670,7 +670,12 @@ def test_report_says_which_encoders_were_learnt_from_the_data(data, capsys):
     assert "learnt" not in text and "data-independent" in text
 
 
-def test_progress_lines_for_every_phase(data, capsys):
+def test_progress_lines_for_every_phase(data, capsys, monkeypatch):
+    from sklearn_fdp import cli
+
+    # --quiet speaks only for a phase past QUIET_AFTER_S (5 s: a busy machine's
+    # first numba compile can take that long); out of reach here.
+    monkeypatch.setattr(cli, "QUIET_AFTER_S", 600.0)
     tmp, train, _ = data
     assert _train(train, tmp / "m.skops", quiet=False) == 0
     err = capsys.readouterr().err
@@ -775,3 +780,70 @@ def test_model_file_naming_the_modules_before_the_preprocessing_package_still_lo
     from_old = json.loads(capsys.readouterr().out)
     assert main(["evaluate", str(new), test, "--target", "y", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == from_old
+
+
+# -- issue 31: small edges ------------------------------------------------------------------
+
+
+def test_evaluate_target_naming_an_input_column(data, capsys):
+    # `--target age` on a model that has age as an input said the CSV "lacks
+    # the column 'age'" (it has it: --target removed it from the inputs).
+    tmp, train, test = data
+    out = tmp / "m.skops"
+    assert _train(train, out) == 0
+    capsys.readouterr()
+    err = _error(capsys, ["evaluate", str(out), test, "--target", "age"])
+    assert "--target 'age' is an input column of the model" in err and "lacks" not in err
+
+
+def test_report_json_into_a_closed_pipe_is_quiet(data, capsys):
+    # `sklearn-fdp report m.skops --json | head` raised a BrokenPipeError
+    # traceback once head had exited. The reader here closes its end before the
+    # child writes anything, so the first write fails deterministically.
+    tmp, train, _ = data
+    out = tmp / "m.skops"
+    assert _train(train, out) == 0
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.Popen([sys.executable, "-m", "sklearn_fdp", "report", str(out), "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=120)
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+    assert proc.returncode == 1
+
+
+def test_quiet_still_says_a_long_phase_is_running(data, capsys, monkeypatch):
+    # `train --epsilon 1e-9 --quiet` printed nothing for 101 s; a phase still
+    # running after QUIET_AFTER_S now prints one line (the threshold is set to 0
+    # here so that the test does not wait).
+    from sklearn_fdp import cli
+
+    tmp, train, _ = data
+    monkeypatch.setattr(cli, "QUIET_AFTER_S", 0.0)
+    assert _train(train, tmp / "m.skops") == 0
+    err = capsys.readouterr().err
+    assert "still " in err and "--quiet: shown after 0 s" in err
+
+
+def test_quiet_is_silent_on_short_phases(data, capsys, monkeypatch):
+    from sklearn_fdp import cli
+
+    monkeypatch.setattr(cli, "QUIET_AFTER_S", 600.0)  # every phase here is shorter
+    tmp, train, _ = data
+    assert _train(train, tmp / "m.skops") == 0
+    assert "still " not in capsys.readouterr().err
+
+
+def test_train_at_epsilon_1e300_prints_no_numpy_warning(data, capsys):
+    # The calibration's starting guess at epsilon = 1e300 printed NumPy's
+    # "invalid value encountered" three times (dp-accounting's solver
+    # overflowing); the fit itself keeps the noise floor and spends less.
+    tmp, train, _ = data
+    args = ["train", train, "--target", "y", "--model", "fdp-logreg", "--epochs", "2",
+            "--epsilon", "1e300", "--delta", "1e-4", "--random-state", "0",
+            "--out", str(tmp / "m.skops"), "--quiet", *PRIVATE_ARGS]
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert "invalid value" not in captured.err and "RuntimeWarning" not in captured.err
+    assert "epsilon spent" in captured.out

@@ -17,6 +17,15 @@ Documented behaviours (see docs/threat_model.md, "Inputs"):
 * Sparse CSR input (DPSGDClassifier, FeatureDPLogisticRegression): explicit
   zeros behave like absent entries; the other estimators reject sparse input.
 * δ >= 1/n: PrivacyLeakWarning (the fit goes on).
+* Regressors (issue 31): predictions clipped to ``y_bounds``; rows far beyond
+  norm 1 warn (``DPSGDRegressor``; ``FeatureDPLinearRegression`` about its
+  public bound); a huge learning rate, noise or scale raises "diverged" naming
+  that cause, and a fitted model is kept.
+* ``PrivateRandomizedSearchCV`` validates every row before its split: the same
+  error wherever the bad row falls; 1-D X: scikit-learn's message (also from
+  ``make_tabular_preprocessor``).
+* ε = 1e300: a fit (the DP-SGD noise floor, spending less) or the library's
+  error naming the largest budget, never SciPy's.
 """
 
 import copy
@@ -644,3 +653,233 @@ def test_mlp_bad_hidden_layer_sizes(data):
     for value in [(0,), (8, -1), "8", (2.5,), (True,)]:
         with pytest.raises(ValueError, match="`hidden_layer_sizes` of MLPFeatureDP must be"):
             fit(make("MLPFeatureDP", hidden_layer_sizes=value), X, y)
+
+
+# -- regressors (issue 31) ----------------------------------------------------
+
+from sklearn_fdp import DPSGDRegressor, FeatureDPLinearRegression, FeatureDPSGDRegressor  # noqa: E402
+from sklearn_fdp.exceptions import FdpWarning  # noqa: E402
+
+LO, HI = -3.0, 3.0
+REGRESSORS = {
+    "DPSGDRegressor": DPSGDRegressor(y_bounds=(LO, HI), epsilon=5.0, delta=1e-6, epochs=2,
+                                     accountant="rdp", random_state=0),
+    "FeatureDPSGDRegressor": FeatureDPSGDRegressor(
+        private_features=[0], label_public=True, y_bounds=(LO, HI), epsilon=5.0, delta=1e-6,
+        epochs=2, accountant="rdp", random_state=0),
+    "FeatureDPLinearRegression": FeatureDPLinearRegression(
+        private_features=[0], y_bounds=(LO, HI), epsilon=5.0, delta=1e-6, random_state=0),
+}
+if torch is not None:
+    from sklearn_fdp import MLPFeatureDPRegressor
+
+    REGRESSORS["MLPFeatureDPRegressor"] = MLPFeatureDPRegressor(
+        hidden_layer_sizes=(8,), private_features=[0], label_public=True, y_bounds=(LO, HI),
+        epsilon=5.0, delta=1e-6, epochs=2, accountant="rdp", device="cpu", random_state=0)
+REG_NAMES = list(REGRESSORS)
+SGD_REGRESSORS = [n for n in REG_NAMES if n != "FeatureDPLinearRegression"]
+
+
+def make_reg(name, **params):
+    return clone(REGRESSORS[name]).set_params(**params)
+
+
+@pytest.fixture(scope="module")
+def reg_data(data):
+    X, _ = data
+    y = 2.0 * X[:, 0] - X[:, 1] + 0.1 * np.random.default_rng(1).normal(size=N)
+    return X, y
+
+
+@pytest.mark.parametrize("name", REG_NAMES)
+def test_regressor_predictions_stay_in_y_bounds_on_unscaled_rows(reg_data, name):
+    # Documented: predictions are clipped to y_bounds (post-processing). Rows
+    # a million times beyond norm 1 used to give predictions of +-3,000 from
+    # DPSGDRegressor(y_bounds=(-3, 3)), silently; a warning now names the rows
+    # (FeatureDPLinearRegression: its public-row-bound warning).
+    # MLPFeatureDPRegressor's unclipped public gradient diverges there: the
+    # error names the scale of X as the cause (not the noise or the step).
+    X, y = reg_data
+    est = make_reg(name)
+    if name == "MLPFeatureDPRegressor":
+        with pytest.raises(ValueError, match="diverged.*cause is the scale of X"):
+            fit(est, X * 1e6, y)
+        est = fit(make_reg(name), X, y)
+        assert np.all(np.abs(est.predict(X * 1e6)) <= HI)
+        return
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit(est, X * 1e6, y)
+    pred = est.predict(X * 1e6)
+    assert np.all((pred >= LO) & (pred <= HI)) and np.all(np.isfinite(pred))
+    messages = [str(w.message) for w in caught if issubclass(w.category, FdpWarning)]
+    if name == "DPSGDRegressor":
+        assert any("rows of X have L2 norm above 1" in m for m in messages), messages
+    if name == "FeatureDPLinearRegression":
+        assert any("public row-norm bound" in m for m in messages), messages
+
+
+def test_dpsgd_regressor_quiet_on_unit_rows(reg_data):
+    X, y = reg_data
+    fit(make_reg("DPSGDRegressor"), X, y)  # FdpWarning is an error in the tests
+
+
+@pytest.mark.parametrize("name", SGD_REGRESSORS)
+def test_regressor_huge_learning_rate_raises_diverged_naming_it(reg_data, name):
+    # learning_rate=1e300 left coef_ ~ 1e299 (finite) with no error; now the
+    # exploded weights raise "diverged" with the cause, and an earlier fit is kept.
+    X, y = reg_data
+    est = fit(make_reg(name), X, y).set_params(learning_rate=1e300)
+    state = _fitted_state(est)
+    with pytest.raises(ValueError, match=r"diverged.*cause is the learning rate.*1e\+300"):
+        fit(est, X, y)
+    _assert_same_state(state, _fitted_state(est))
+
+
+@needs_torch
+def test_mlp_regressor_noise_divergence_names_the_noise(reg_data):
+    # MLPFeatureDPRegressor at a tiny budget predicted -1.5e11 (or raised
+    # "diverged ... scale the columns" with X in [-1, 1]): the cause is sigma.
+    X, y = reg_data
+    est = make_reg("MLPFeatureDPRegressor", epsilon=None, noise_multiplier=1e36, epochs=3,
+                   label_public=False)
+    with pytest.raises(ValueError,
+                       match=r"diverged.*not finite.*cause is the noise: noise_multiplier=1e\+36"):
+        fit(est, X, y)
+
+
+@pytest.mark.parametrize("name", REG_NAMES)
+@pytest.mark.parametrize("where, value, match", [
+    ("X", np.nan, "Input X contains NaN"), ("X", 1e300, "magnitude above|infinity|too large"),
+    ("y", np.nan, "Input y contains NaN|y contains NaN"), ("X1d", None, "Expected 2D array")])
+def test_regressor_broken_values(reg_data, name, where, value, match):
+    X, y = reg_data
+    X, y = X.copy(), y.copy()
+    if where == "X":
+        X[3, 1] = value
+    elif where == "y":
+        y[3] = value
+    else:
+        X = X[:, 0]
+    with pytest.raises(ValueError, match=match):
+        fit(make_reg(name), X, y)
+
+
+# -- the search: every row validated before the split (issue 31) --------------
+
+
+def _validation_rows(search, n):
+    """The rows the search scores (its split, from its own seed)."""
+    split_seed = search._root_seed(False).spawn(4)[1]
+    perm = np.random.default_rng(split_seed).permutation(n)
+    return np.sort(perm[n - int(round(search.validation_fraction * n)):])
+
+
+@pytest.mark.parametrize("where, value, match", [
+    ("y", np.nan, "Input y contains NaN"),
+    ("X", np.nan, "Input X contains NaN"),
+    ("X", 1e300, "squared L2 norm of a row overflows.*Scale the rows")])
+@pytest.mark.parametrize("split", ["train", "validation"])
+def test_search_validates_rows_of_either_split(data, where, value, match, split):
+    # A NaN label or a 1e300 cell in the validation split was scored silently
+    # (classes_ became [0., 1.]); in the training split it raised. Now the
+    # same error either way, before any trial.
+    X, y = data
+    X, y = X.copy(), y.astype(float)
+    search = _search()
+    val = _validation_rows(search, N)
+    row = int(val[0]) if split == "validation" else int(np.setdiff1d(np.arange(N), val)[0])
+    if where == "y":
+        y[row] = value
+    else:
+        X[row, 1] = value
+    with pytest.raises(ValueError, match=match):
+        fit(search, X, y)
+
+
+def test_search_1d_X_gets_sklearns_message(data):
+    X, y = data
+    with pytest.raises(ValueError, match="Expected 2D array, got 1D array"):
+        fit(_search(), X[:, 0], y)
+
+
+# -- the schema preprocessor (issue 31) ---------------------------------------
+
+SCHEMA = {"numeric": {"age": {"bounds": [17, 90]}, "income": {"bounds": [0, 1e5]}},
+          "categorical": {"sex": {"categories": ["F", "M"]}}, "protected": ["sex"]}
+
+
+def _schema_frame():
+    return pd.DataFrame({"age": [30.0, 95.0, 41.0], "income": [5e4, 0.0, 2e4],
+                         "sex": ["F", "M", "F"]})
+
+
+@pytest.mark.parametrize("input_columns", [False, True])
+def test_schema_preprocessor_1d_input_gets_sklearns_message(input_columns):
+    # A 1-D array raised IndexError from inside the ColumnTransformer.
+    from sklearn_fdp.preprocessing import make_tabular_preprocessor
+
+    schema = dict(SCHEMA, input_columns=["age", "income", "sex"]) if input_columns else SCHEMA
+    pre = make_tabular_preprocessor(schema)
+    with pytest.raises(ValueError, match="Expected 2D array, got 1D array"):
+        pre.fit(np.array([30.0, 40.0, 50.0]))
+    pre.fit(_schema_frame())  # the 2-D frame still fits
+    # transform: scikit-learn's ColumnTransformer checks the width first.
+    with pytest.raises(ValueError, match="Expected 2D array|does not contain any features"):
+        pre.transform(np.array([30.0, 40.0, 50.0]))
+
+
+@pytest.mark.parametrize("value, match", [(np.inf, "infinite|inf|finite"),
+                                          ("seventeen", "numeric|convert|string")])
+def test_schema_preprocessor_broken_numeric_cells(value, match):
+    from sklearn_fdp.preprocessing import make_tabular_preprocessor
+
+    X = _schema_frame().astype({"age": object})
+    X.loc[1, "age"] = value
+    X0 = X.copy()
+    with pytest.raises(ValueError, match=match):
+        make_tabular_preprocessor(SCHEMA).fit_transform(X)
+    assert X.equals(X0)
+
+
+# -- budgets at the edges of the float range (issue 31) -----------------------
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_epsilon_1e300_fits_or_names_the_limit(data, name):
+    # AdaMixClassifier and PrivateMeanCenterer raised SciPy's "function value
+    # at x=0.1 is NaN" at epsilon=1e300; every estimator now either fits (the
+    # DP-SGD calibrations keep their noise floor, epsilon_ below the budget) or
+    # raises the library's ValueError naming the largest budget.
+    X, y = data
+    est = make(name, epsilon=1e300)
+    if name == "DPSGDFClassifier":
+        est.set_params(epsilon_mean=1.0)
+    try:
+        fit(est, X, y, **({"public_mask": np.arange(N) < 12} if name == "AdaMixClassifier"
+                          else {}))
+    except ValueError as exc:  # BudgetExceededError included
+        assert ("above the largest budget" in str(exc) or "allows more than" in str(exc)) \
+            and "NaN" not in str(exc), exc
+        assert name in ("AdaMixClassifier", "PrivateMeanCenterer"), exc
+    else:
+        assert est.epsilon_ <= 1e300
+
+
+def test_adamix_auto_noise_at_epsilon_1e300_plans_like_any_huge_epsilon():
+    # Its "auto" σ solved for a single Gaussian's σ at ε = 1e300 (SciPy's NaN);
+    # above ε ~ 1e3 the rule's answer is its floor, at any ε.
+    huge = AdaMixClassifier(epsilon=1e300, delta=1e-6).privacy_plan(N, D)
+    large = AdaMixClassifier(epsilon=1e6, delta=1e-6).privacy_plan(N, D)
+    assert huge.noise_multiplier == large.noise_multiplier == 2.5
+    assert huge.details["steps"] == large.details["steps"] == 10_000
+    assert huge.epsilon == large.epsilon < 1e6
+
+
+def test_gaussian_calibration_names_its_largest_epsilon():
+    from sklearn_fdp import accounting
+
+    largest = accounting.gaussian_epsilon(1e-3, 1e-6)
+    assert accounting.gaussian_noise_multiplier(largest, 1e-6) == pytest.approx(1e-3, rel=1e-6)
+    with pytest.raises(ValueError, match=r"epsilon`=1e\+300 is above the largest budget.*504752"):
+        accounting.gaussian_noise_multiplier(1e300, 1e-6)

@@ -7,7 +7,7 @@ import pytest
 from dp_accounting import dp_event
 from dp_accounting.rdp import rdp_privacy_accountant
 from scipy.stats import loguniform
-from sklearn.base import clone
+from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.datasets import make_classification
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
@@ -23,7 +23,7 @@ from sklearn_fdp import (
     accounting,
     privacy_report,
 )
-from sklearn_fdp._search import _sample_truncated_negative_binomial
+from sklearn_fdp._search import _sample_truncated_negative_binomial, _split
 from sklearn_fdp.model_selection import PrivateRandomizedSearchCV
 
 SPACE = {"learning_rate": [0.1, 1.0, "auto"], "momentum": [0.0, 0.9]}
@@ -67,7 +67,9 @@ def test_epsilon_is_dp_accountings_repeat_and_select(fitted):
     assert s.epsilon_ <= 2.0 and s.epsilon_ > 1.99  # calibrated to the budget
     assert s.epsilon_trial_ < s.epsilon_
     assert clf.noise_multiplier_ == s.noise_multiplier_
-    assert clf.sampling_rate_ == pytest.approx(clf.batch_size_ / 1200)  # 80 % train split
+    n_train = len(_split(1500, 0.2, np.random.SeedSequence(0).spawn(4)[1])[0])
+    assert 1100 < n_train < 1300  # about 80 % (each row by its own coin)
+    assert clf.sampling_rate_ == pytest.approx(clf.batch_size_ / n_train)
 
 
 @pytest.mark.parametrize("distribution, shape, expected_shape", [
@@ -221,8 +223,11 @@ def test_secure_search_draws_k_and_score_noise_from_the_csprng(monkeypatch, data
     assert secure.best_estimator_.noise == "secure"
     default = PrivateRandomizedSearchCV(est, {"learning_rate": [0.5, 1.0]}, **kw).fit(X, y)
     assert default.best_estimator_.noise == "default"
-    assert secure.epsilon_ == default.epsilon_
-    assert secure.noise_multiplier_ == default.noise_multiplier_
+    # Same accounting; the split's coins differ (OS entropy), so the training
+    # size, hence q and the calibrated σ, may differ a little.
+    for s in (secure, default):
+        assert 1.99 < s.epsilon_ <= 2.0
+        assert s.best_estimator_.noise_multiplier_ == s.noise_multiplier_
 
 
 @pytest.mark.parametrize("distribution, shape", [("poisson", 1.0),
@@ -286,6 +291,11 @@ def _observe_search(monkeypatch, caplog, capsys, data, k, **kw):
 
     monkeypatch.setattr(_search, "_sample_truncated_negative_binomial",
                         lambda rng, shape, mean, secure=False: k)
+    # The split's coins (OS entropy with noise="secure") set the training size,
+    # hence σ and the events: fixed here, as K is the only thing compared.
+    real_split = _split
+    monkeypatch.setattr(_search, "_split", lambda n, fraction, seed: real_split(
+        n, fraction, np.random.SeedSequence(0)))
     X, y = data
     est = _WarningDPSGD(epochs=1, accountant="rdp", verbose=1)
     search = PrivateRandomizedSearchCV(
@@ -337,6 +347,152 @@ def test_search_does_not_reveal_the_number_of_trials(monkeypatch, caplog, capsys
     assert one["logged"] == many["logged"]
     assert one["warned"] == many["warned"]
     assert one["progress"] == many["progress"]
+
+
+# -- issue 30 item 1: nothing observable depends on K --------------------------
+
+class _Chatty(BaseEstimator, TransformerMixin):
+    """A stateless step that warns, prints and logs every time it transforms.
+
+    What it says depends on the rows it sees (their number and their sum),
+    as an encoder's unknown-category warning does.
+    """
+
+    def fit(self, X, y=None):
+        return self
+
+    def transform(self, X):
+        import logging
+        import sys
+        import warnings
+
+        X = np.asarray(X, dtype=float)
+        text = f"chatty saw {len(X)} rows, sum {X.sum():.6f}"
+        warnings.warn(text, UserWarning, stacklevel=2)
+        print(text)
+        print(text, file=sys.stderr)
+        logging.getLogger("tests.chatty").warning(text)
+        return X
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.requires_fit = False
+        return tags
+
+
+class _Failing(DPSGDClassifier):
+    def fit(self, X, y):
+        raise ValueError("this estimator cannot be fitted")
+
+
+def _pickled_signature(value, seen=None):
+    """What a pickle of ``value`` holds, but values: names, types, shapes, and
+    every SeedSequence's spawn key (a trial's key is its index)."""
+    seen = set() if seen is None else seen
+    if id(value) in seen:
+        return ("seen",)
+    if isinstance(value, np.random.SeedSequence):
+        return ("SeedSequence", value.spawn_key)
+    if isinstance(value, (dict, list, tuple, np.ndarray)) or not hasattr(value, "__dict__"):
+        return _signature(value)
+    seen.add(id(value))
+    return (type(value).__name__, tuple(sorted(
+        (k, _pickled_signature(v, seen)) for k, v in vars(value).items())))
+
+
+def _observe_everything(monkeypatch, caplog, capsys, k, estimator, X, y, **kw):
+    """Everything a caller sees of a search that runs exactly ``k`` trials."""
+    import logging
+    import pickle
+    import warnings
+
+    from sklearn_fdp import _search
+    from sklearn_fdp._progress import progress_hook
+
+    monkeypatch.setattr(_search, "_sample_truncated_negative_binomial",
+                        lambda rng, shape, mean, secure=False: k)
+    search = PrivateRandomizedSearchCV(estimator, **kw)
+    progress = []
+    caplog.clear()
+    capsys.readouterr()
+    raised = None
+    with caplog.at_level(logging.DEBUG), warnings.catch_warnings(record=True) as caught, \
+            progress_hook(lambda done, total: progress.append((done, total))):
+        warnings.simplefilter("always")
+        try:
+            search.fit(X, y)
+        except Exception as exc:  # noqa: BLE001 - compared below
+            raised = (type(exc), str(exc))
+    out = capsys.readouterr()
+    seen = dict(
+        raised=raised, printed=(out.out, out.err), progress=progress,
+        logged=[(r.name, r.levelno, r.getMessage()) for r in caplog.records
+                if not r.name.startswith("numba")],
+        warned=[(w.category, str(w.message)) for w in caught])
+    if raised is None:
+        restored = pickle.loads(pickle.dumps(search))
+        seen["pickled"] = _pickled_signature(restored)
+        seen["attributes"] = {name: _signature(v) for name, v in vars(search).items()}
+        seen["public"] = {name: repr(v) for name, v in vars(search).items()
+                          if name.endswith("_") and not name.startswith("best_")}
+    return seen
+
+
+def _chatty_pipeline(final):
+    from sklearn.compose import ColumnTransformer
+    from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
+
+    encode = ColumnTransformer([
+        ("num", FunctionTransformer(feature_names_out="one-to-one"), [0, 1, 2, 3]),
+        # Fixed categories (learns nothing); value 3 is unknown: a warning per call.
+        ("cat", OneHotEncoder(categories=[[0.0, 1.0, 2.0]], handle_unknown="warn",
+                              sparse_output=False), [4])])
+    return make_pipeline(_Chatty(), encode, final)
+
+
+@pytest.mark.parametrize("case", ["chatty_pipeline", "noisy_estimator", "failing"])
+def test_nothing_observable_depends_on_k(monkeypatch, caplog, capsys, case):
+    """Issue 30 item 1: K = 1 and K = 50 trials look the same to the caller.
+
+    Return value, attributes (names, types, shapes; the values of every
+    public figure), the pickled state (including every SeedSequence's
+    spawn key), warnings, printed lines, log records, progress reports and
+    exceptions; only the released ``best_*`` values (one DP output) and the
+    wall time may differ. On the code before issue 30 the validation
+    predict's warnings, prints and log lines came out once per trial
+    (K + 1 warnings).
+    """
+    rng = np.random.default_rng(0)
+    n = 300
+    X = np.c_[rng.uniform(-0.4, 0.4, (n, 4)), rng.integers(0, 4, n).astype(float)]
+    y = (X[:, 0] + 0.1 * X[:, 4] > 0.1).astype(int)
+    fixed = dict(epsilon=None, noise_multiplier=2.0, accountant="rdp")  # no calibration
+    if case == "chatty_pipeline":
+        est = _chatty_pipeline(_WarningDPSGD(epochs=1, verbose=1, **fixed))
+        space = {"_warningdpsgd__learning_rate": loguniform(0.05, 5.0)}
+        X = X.copy()
+    elif case == "noisy_estimator":
+        est = _WarningDPSGD(epochs=1, verbose=2, **fixed)
+        space = {"learning_rate": loguniform(0.05, 5.0), "momentum": [0.0, 0.9]}
+        X = X[:, :4]
+    else:
+        est = _Failing(epochs=1, **fixed)
+        space = {"learning_rate": [0.1, 1.0]}
+        X = X[:, :4]
+    kw = dict(param_distributions=space, delta=1e-5, n_iter=3, verbose=1, random_state=0)
+    one = _observe_everything(monkeypatch, caplog, capsys, 1, est, X, y, **kw)
+    many = _observe_everything(monkeypatch, caplog, capsys, 50, est, X, y, **kw)
+    assert set(one) == set(many)
+    for key in one:
+        assert one[key] == many[key], key
+    if case == "failing":
+        assert one["raised"][0] is ValueError
+    else:
+        # The released trial's fit still speaks.
+        assert one["raised"] is None and one["printed"][0] and one["warned"]
+    if case == "chatty_pipeline":
+        chatty = [w for w in one["warned"] if "chatty" in w[1]]
+        assert len(chatty) == 1 and "rows" in chatty[0][1]  # its fit's
 
 
 def test_secure_search_takes_nothing_from_random_state(data):
@@ -510,8 +666,7 @@ def test_fit_params_are_split_with_X(data, monkeypatch, routing):
                                            n_iter=2, random_state=0)
         search.fit(X, y, public_mask=mask)
     _assert_masks_follow_their_rows(_SpyAdaMix.calls, X, mask)
-    n_val = int(round(0.2 * len(y)))
-    assert set(counted) == {n_val}
+    (n_val,) = set(counted)
     assert search.best_estimator_.n_public_ == _SpyAdaMix.calls[0][1].sum()
     assert search.best_estimator_.n_private_ == len(y) - n_val - search.best_estimator_.n_public_
 
@@ -583,7 +738,48 @@ def test_calibrated_search_over_a_pipeline_with_text_columns(final):
         epsilon=2.0, delta=1e-5, n_iter=3, random_state=0).fit(df, y)
     assert 0 < search.epsilon_ <= 2.0
     assert repr(search.trial_dp_event_) == repr(accounting.compose_events(
-        search.best_estimator_[-1].dp_event_,
+        search.best_estimator_[-1].trial_dp_event_,
         accounting.gaussian_event(search.score_noise_multiplier)))
     if final == "fdp_names":
         assert search.privacy_plan_.protected_features == ("cat__sex_F", "cat__sex_M")
+
+
+# -- issue 30 item 4: the released model carries the search's guarantee --------
+
+@pytest.mark.parametrize("pipeline", [False, True])
+def test_released_model_reports_the_searchs_guarantee(data, pipeline):
+    """``best_estimator_`` published alone states the search's ε, δ and event.
+
+    Before issue 30 it stated one trial's (ε 2.17 after a search that spent
+    4.23): about half the truth, with ``is_private=True``.
+    """
+    from sklearn_fdp import PrivateMeanCenterer
+
+    X, y = data
+    final = DPSGDClassifier(epochs=1, epsilon=None, noise_multiplier=2.0, accountant="pld")
+    est = make_pipeline(PrivateMeanCenterer(epsilon=1.0, delta=1e-6), final) \
+        if pipeline else final
+    key = "dpsgdclassifier__learning_rate" if pipeline else "learning_rate"
+    search = PrivateRandomizedSearchCV(est, {key: [0.1, 1.0]}, delta=1e-5, n_iter=4,
+                                       random_state=0).fit(X, y)
+    best = search.best_estimator_
+    clf = best[-1] if pipeline else best
+    assert clf.epsilon_ == search.epsilon_ and clf.delta_ == search.delta_
+    assert clf.accountant_ == "rdp"
+    assert repr(clf.dp_event_) == repr(search.dp_event_)
+    assert clf.privacy_plan_.epsilon == search.epsilon_
+    assert repr(clf.privacy_plan_.dp_event) == repr(search.dp_event_)
+    # The trial's own figures, under other names.
+    assert clf.trial_epsilon_ < search.epsilon_
+    assert clf.trial_accountant_ == "pld"
+    assert clf.trial_privacy_plan_.epsilon == clf.trial_epsilon_
+    fit = (accounting.compose_events(best[0].trial_dp_event_, clf.trial_dp_event_)
+           if pipeline else clf.trial_dp_event_)
+    assert repr(accounting.compose_events(fit, accounting.gaussian_event(
+        search.score_noise_multiplier))) == repr(search.trial_dp_event_)
+    report = privacy_report(best)
+    assert report.is_private
+    assert report.epsilon_rdp == pytest.approx(search.epsilon_, rel=1e-12)
+    assert report.epsilon_rdp == pytest.approx(privacy_report(search).epsilon_rdp, rel=1e-12)
+    if pipeline:
+        assert best[0].epsilon_ == search.epsilon_  # states the whole, spends nothing more

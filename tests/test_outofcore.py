@@ -33,8 +33,10 @@ COMMON = dict(epsilon=4.0, delta=1e-6, epochs=2, accountant="rdp", random_state=
 STREAMING = {
     "dpsgd_log": DPSGDClassifier(**COMMON),
     "dpsgd_hinge_no_intercept": DPSGDClassifier(loss="hinge", fit_intercept=False, **COMMON),
-    "fdp_alg1_mask": FeatureDPLogisticRegression(private_features=[0, 3], **COMMON),
-    "fdp_alg1_pad": FeatureDPLogisticRegression(private_features=[0, 3],
+    # method="alg1" named: with a private label "auto" is DP-SGD since issue 32.
+    "fdp_alg1_mask": FeatureDPLogisticRegression(private_features=[0, 3], method="alg1",
+                                                 **COMMON),
+    "fdp_alg1_pad": FeatureDPLogisticRegression(private_features=[0, 3], method="alg1",
                                                 public_loss="gaussian_pad", **COMMON),
     "fdp_label_public": FeatureDPLogisticRegression(private_features=[0], label_public=True,
                                                     **COMMON),

@@ -90,3 +90,10 @@ def test_the_package_ships_py_typed_and_the_bundled_data():
     assert "py.typed" in data["package-data"]["sklearn_fdp"]
     assert (ROOT / "sklearn_fdp" / "py.typed").is_file()
     assert "data/*.gz" in data["package-data"]["sklearn_fdp.datasets"]
+    # The example schema of docs/cli.md is in the wheel (it was not, issue 31);
+    # docs/examples/adult_schema.json is a link to the packaged file.
+    assert "data/*.json" in data["package-data"]["sklearn_fdp.datasets"]
+    packaged = ROOT / "sklearn_fdp" / "datasets" / "data" / "adult_schema.json"
+    assert packaged.is_file()
+    assert (ROOT / "docs" / "examples" / "adult_schema.json").resolve() == packaged.resolve()
+    assert "sklearn_fdp/datasets/data/adult_schema.json" in (ROOT / ".ci" / "run").read_text()

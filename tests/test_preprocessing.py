@@ -3,6 +3,7 @@
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 from sklearn.base import clone
 from sklearn.datasets import make_classification
 from sklearn.exceptions import NotFittedError
@@ -90,6 +91,10 @@ def test_noise_of_released_mean_has_the_calibrated_std(data):
     With N * d = 2000 * 4 standardised draws: their sample std has relative
     standard error 1/sqrt(2 N d) ≈ 0.008 (tolerance 5 SE = 0.04), and their
     mean has standard error 1/sqrt(N d) ≈ 0.011 (tolerance 5 SE = 0.056).
+    Power (issue 30): their sum of squares (the mean is known) is exactly
+    χ²(8,000); at a two-sided level of 1e-3 a 5 % error in the noise std
+    (variance x 1.1025 or x 0.9025) falls outside its bounds with probability
+    0.998 or more (the 5-SE std check alone had about 0.90).
     """
     X = data[:500]
     true = _scaled(X, "normalize", 1.0).mean(axis=0)
@@ -103,6 +108,8 @@ def test_noise_of_released_mean_has_the_calibrated_std(data):
     assert abs(z.mean()) < 5 / np.sqrt(m)
     # Each coordinate separately (SE 1/sqrt(2 N) ≈ 0.016).
     assert np.all(np.abs(z.std(axis=0) - 1.0) < 5 / np.sqrt(2 * n_fits))
+    ss = float(np.sum(z**2))
+    assert stats.chi2.ppf(5e-4, m) < ss < stats.chi2.isf(5e-4, m)
 
 
 def test_same_random_state_same_mean(data):

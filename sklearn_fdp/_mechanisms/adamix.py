@@ -527,6 +527,12 @@ def auto_noise_multiplier(epsilon, delta):
     in line with the paper's finding that larger σ is better (supplement
     §A.3).
     """
+    # σ_1 below AUTO_MIN_SIGMA / sqrt(AUTO_MAX_STEPS) makes the rule AUTO_MIN_SIGMA
+    # whatever it is: answer so without solving for it (which fails beyond ε ~ 1e5,
+    # the noise floor of gaussian_noise_multiplier; ε = 1e300 raised SciPy's NaN).
+    if float(epsilon) > accounting.gaussian_epsilon(
+            AUTO_MIN_SIGMA / math.sqrt(AUTO_MAX_STEPS), float(delta)):
+        return float(AUTO_MIN_SIGMA)
     sigma_1 = accounting.gaussian_noise_multiplier(float(epsilon), float(delta))
     # A hair above the exact bound, so that calibrate_steps reaches the bound
     # through the rounding of its bisection.

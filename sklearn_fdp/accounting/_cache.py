@@ -14,8 +14,11 @@ that replaces the old one atomically (``os.replace``): concurrent workers never
 see a partial file (the last writer wins; an entry another worker wrote in
 between may be dropped, which only costs a recalibration). Nothing here ever
 raises: an unreadable, corrupt or unwritable file is a miss, logged at debug
-level. The cache is not trusted for privacy: the caller checks the ε of every
-σ it reads before using it.
+level. The cache is not trusted: the caller uses a σ it reads only if it
+reproduces the requested ε from above (never more: privacy) and from below
+(within the calibration's tolerance: a larger σ, e.g. a stale or corrupted
+entry, would cost accuracy silently); otherwise it recalibrates and
+replaces the entry (issue 30).
 """
 
 import hashlib

@@ -60,6 +60,17 @@ def gaussian_noise_multiplier(
     _check_positive("epsilon", epsilon)
     _check_delta(delta)
     _check_choice("neighboring", neighboring, NEIGHBORING_RELATIONS)
+    # Beyond the ε of the noise floor the solver's bracket overflows (SciPy's
+    # "function value is NaN" at ε ~ 1e200) and the σ would be below the floor
+    # every calibration keeps (issue 31): name the limit instead.
+    largest = gaussian_epsilon(_SIGMA_FLOOR, delta, neighboring=neighboring)
+    if float(epsilon) > largest:
+        raise ValueError(
+            f"`epsilon`={epsilon!r} is above the largest budget a Gaussian release is "
+            f"calibrated for at delta={delta!r}: {largest:.6g}, the ε of noise multiplier "
+            f"{_SIGMA_FLOOR:g} (the floor of every calibration; less noise certifies "
+            f"nothing useful). Use epsilon <= {largest:.6g}, or give noise_multiplier "
+            "where the estimator takes one.")
     sigma = float(dp_accounting.get_sigma_gaussian(float(epsilon), float(delta)))
     if neighboring == "replace":
         sigma *= 2

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.metaestimators import available_if
@@ -315,11 +316,12 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimat
 # -- regression -------------------------------------------------------------------
 
 
-def validate_regression_data(est, X, y, *, accept_sparse="csr", stream=True):
+def validate_regression_data(est, X, y, *, accept_sparse="csr", stream=True, warn_rows=False):
     """``(X, y)``: checked training data of a linear regressor, ``y`` finite float64.
 
     As :func:`validate_linear_data` for ``X`` (out-of-core row sources
-    included); ``y`` is a 1-D real target.
+    included); ``y`` is a 1-D real target. ``warn_rows``: warn about in-memory
+    rows of norm above 1 (:func:`warn_rows_beyond_unit_norm`).
     """
     if stream and should_stream(X):
         X, y = validate_row_source(est, X, y)
@@ -331,7 +333,40 @@ def validate_regression_data(est, X, y, *, accept_sparse="csr", stream=True):
                                      dtype=[np.float64, np.float32], order="C",
                                      y_numeric=True)
         check_row_norms_finite(X, type(est).__name__)
+        if warn_rows:
+            warn_rows_beyond_unit_norm(est, X)
     return X, np.asarray(y, dtype=np.float64)
+
+
+# Rows up to this L2 norm pass: the step-size rules and max_grad_norm's default
+# assume rows of norm <= 1; the slack absorbs rounding of a row scaled to 1.
+UNIT_ROW_SLACK = 1.0 + 1e-6
+
+
+def warn_rows_beyond_unit_norm(est, X):
+    """Warn when a row of in-memory ``X`` has L2 norm above 1, the bound the
+    regressors' step-size rule and ``max_grad_norm`` declare (as
+    ``FeatureDPLinearRegression`` warns about its ``row_norm_bounds``).
+
+    In-memory X only (a streamed source is read batch by batch later).
+    Reads the rows: like the warning on targets outside ``y_bounds`` it is
+    shown to whoever runs ``fit``, not stored in the model, and says so.
+    """
+    if sp.issparse(X):
+        norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    else:
+        norms = np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
+    if norms.size == 0 or float(norms.max()) <= UNIT_ROW_SLACK:
+        return
+    n_over = int(np.count_nonzero(norms > UNIT_ROW_SLACK))
+    warnings.warn(
+        f"{type(est).__name__}: {n_over} of {X.shape[0]} rows of X have L2 norm above 1, the "
+        "row bound its step-size rule and max_grad_norm assume: the gradients are clipped "
+        "(privacy holds) but the fit can land far from the data's scale (predictions are "
+        "clipped to y_bounds). Scale the columns to a data-independent range with rows of "
+        "norm <= 1 (e.g. sklearn_fdp.preprocessing.make_tabular_preprocessor). This count "
+        "reads the private rows and is not covered by epsilon_: it is shown to whoever runs "
+        "fit and should not be published.", FdpWarning, stacklevel=4)
 
 
 def y_bounds_centre_half(est):
@@ -361,9 +396,12 @@ def scaled_target(est, y):
     if bounds is None:
         warnings.warn(
             f"{type(est).__name__} without y_bounds trains on the target as it is: the "
-            "default step size and max_grad_norm suit a target in [-1, 1], and residuals "
-            "far beyond 1 are all clipped (a slow, median-like fit). Give y_bounds=(lo, hi), "
-            "the public range of the target, to have it mapped to [-1, 1].",
+            "default step size and max_grad_norm suit a target within about [-1, 1], and "
+            "residuals far beyond 1 are all clipped (a slow, median-like fit). If the "
+            "target's values go well beyond [-1, 1], give y_bounds=(lo, hi), its public "
+            "range, to have it mapped to [-1, 1]; a target already within about [-1, 1] "
+            "(in [0, 1], or standardised with public constants) needs none: mapping a "
+            "narrow spread onto [-1, 1] shrinks it (docs/regression_sgd.md, 'y_bounds').",
             FdpWarning,
             stacklevel=3,
         )
@@ -376,6 +414,16 @@ def scaled_target(est, y):
                              not getattr(est, "label_public", False), stacklevel=3)
     t = (np.clip(y, lo, hi) - centre) / half
     return np.clip(t, -1.0, 1.0), bounds
+
+
+def clip_to_y_bounds(y_pred, y_bounds):
+    """``y_pred`` clipped to the public ``y_bounds`` ``(lo, hi)`` (None: as is).
+
+    Post-processing of a released model: no privacy cost."""
+    if y_bounds is None:
+        return y_pred
+    lo, hi = y_bounds
+    return np.clip(y_pred, lo, hi)
 
 
 def unscale_regression(coef, intercept, bounds):
@@ -415,9 +463,15 @@ class BaseDPLinearRegressor(RegressorMixin, BaseEstimator):
         coef, intercept = split_theta(theta, fit_intercept, dtype)
         coef, intercept = unscale_regression(coef[0], intercept, bounds)
         store_run(self, coef, intercept, plan, learning_rate, n_iter)
+        self.y_bounds_ = None if bounds is None else check_y_bounds(self, required=False)
 
     def predict(self, X: MatrixLike) -> np.ndarray:
-        """Predicted targets ``X coef_ + intercept_``.
+        """Predicted targets ``X coef_ + intercept_``, clipped to ``y_bounds_``.
+
+        With ``y_bounds`` the prediction is clipped to it: the target never
+        leaves it in training, and clipping is post-processing of the released
+        model (no privacy cost). ``X @ coef_ + intercept_`` is the unclipped
+        linear model.
 
         Parameters
         ----------
@@ -430,7 +484,8 @@ class BaseDPLinearRegressor(RegressorMixin, BaseEstimator):
         check_is_fitted(self)
         X = validate_numeric_data(self, X, accept_sparse="csr", reset=False,
                                   dtype=[np.float64, np.float32])
-        return np.asarray(safe_sparse_dot(X, self.coef_)) + self.intercept_[0]
+        return clip_to_y_bounds(np.asarray(safe_sparse_dot(X, self.coef_)) + self.intercept_[0],
+                                getattr(self, "y_bounds_", None))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numpy as np
-
+from .._divergence import check_not_diverged
 from .._docs import fill_doc
 from .._engine import LinearLoss
 from .._validation import _fit_context, atomic_fit
@@ -227,10 +226,12 @@ class DPSGDRegressor(WholeRecordDPSGD, BaseDPLinearRegressor):
         Raises
         ------
         ValueError
-            When the released weights are not finite (the training diverged,
-            e.g. at a huge ``learning_rate``); an earlier fit is kept.
+            When the released weights are not finite, or exploded (beyond
+            1e6 on the target mapped by ``y_bounds``): the training diverged;
+            the message names the cause (learning rate, noise or the scale of
+            X) from the fit's public quantities. An earlier fit is kept.
         """
-        X, y = validate_regression_data(self, X, y)
+        X, y = validate_regression_data(self, X, y, warn_rows=True)
         plan = plan_fit(self, X)
         t, bounds = scaled_target(self, y)
         loss = regression_loss(self, bounds)
@@ -238,16 +239,20 @@ class DPSGDRegressor(WholeRecordDPSGD, BaseDPLinearRegressor):
             self, X, t, loss, plan, 1,
             lambda noise_std, n_rows: resolve_regression_learning_rate(
                 self, self.loss, noise_std, plan.schedule, n_rows, bounded=bounds is not None))
-        check_released_finite(self, theta)
+        check_released_finite(self, theta, plan, float(self.max_grad_norm), learning_rate,
+                              bounds is not None)
         self._store_regression(theta, self.fit_intercept, X.dtype, bounds, plan, learning_rate)
         return self
 
 
-def check_released_finite(est, theta):
-    """Raise when the released weights are not finite (a check of DP output: free)."""
-    if not np.all(np.isfinite(theta)):
-        raise ValueError(
-            f"Training of {type(est).__name__} diverged: the released weights are not "
-            f"finite (learning_rate={est.learning_rate!r}). Lower learning_rate, give "
-            "y_bounds, or scale the columns to a data-independent range (rows of norm ≤ 1)."
-        )
+def check_released_finite(est, theta, plan, max_grad_norm, learning_rate, bounded, *,
+                          noise_scale=1.0):
+    """Raise "diverged", naming the cause, when the released weights are not finite
+    or (with ``y_bounds``) exploded: a check of DP output and public quantities
+    only, free (:func:`sklearn_fdp._divergence.check_not_diverged`).
+    ``noise_scale``: the factor on σ C of the noise (α of FDP Algorithm 1)."""
+    schedule = plan.schedule
+    check_not_diverged(est, [theta], learning_rate=learning_rate,
+                       noise_multiplier=noise_scale * plan.noise_multiplier,
+                       max_grad_norm=max_grad_norm, steps=schedule.steps,
+                       batch_size=schedule.batch_size, momentum=est.momentum, mapped=bounded)

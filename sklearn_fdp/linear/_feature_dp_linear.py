@@ -46,6 +46,7 @@ from .._validation import (
 from .. import accounting
 from ..exceptions import FdpWarning
 from ..features import check_label_in_spec, resolve_feature_spec, spec_feature_names
+from ._base import clip_to_y_bounds
 
 if TYPE_CHECKING:  # annotations only
     from typing import Literal, Self
@@ -57,7 +58,7 @@ if TYPE_CHECKING:  # annotations only
 def _check_row_norm_bounds(est, n_public, n_private):
     """``(B_P, B_Q)`` from ``row_norm_bounds`` (a number, a pair or a RowNormBounds)."""
     name = type(est).__name__
-    value = est.row_norm_bounds
+    value = 1.0 if est.row_norm_bounds is None else est.row_norm_bounds
     if hasattr(value, "public") and hasattr(value, "protected"):
         pair = (value.public, value.protected)
     elif isinstance(value, Real) and not isinstance(value, (bool, np.bool_)):
@@ -148,10 +149,13 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         their number to the data holder; it is not stored in the model).
         Choose it from public knowledge, never from the training data. The
         noise of the target's blocks grows with ``hi − lo``.
-    row_norm_bounds : float, (float, float) or RowNormBounds, default=1.0
+    row_norm_bounds : float, (float, float), RowNormBounds or None, default=None
         Declared L2 bounds ``(B_P, B_Q)`` on a row's public and protected
-        columns; each block of every row is clipped to its bound. A number
-        bounds both blocks; a
+        columns; each block of every row is clipped to its bound. None: the
+        schema's bounds after a
+        :func:`~sklearn_fdp.preprocessing.make_tabular_preprocessor` inside
+        :func:`~sklearn_fdp.pipeline.make_private_pipeline` (the one
+        declaration), else 1.0. A number bounds both blocks; a
         :class:`~sklearn_fdp.preprocessing.RowNormBounds` (from
         :func:`~sklearn_fdp.preprocessing.row_norm_bounds` of the schema of a
         :func:`~sklearn_fdp.preprocessing.make_tabular_preprocessor`) gives
@@ -227,6 +231,9 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
     [[label_public_]]
     row_norm_bounds_ : tuple of (float, float)
         ``(B_P, B_Q)`` used.
+    y_bounds_ : tuple of (float, float)
+        ``(lo, hi)`` used: the target was clipped to it, and ``predict``
+        clips to it (post-processing, no privacy cost).
     block_noise_std_ : dict
         Noise std of the released entries of each noisy block: ``"QP"``
         (``X_QᵀX~_P``), ``"QQ"`` (``X_QᵀX_Q``: its diagonal; off-diagonal
@@ -334,7 +341,7 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         private_features: FeatureSpec = None,
         label_public: bool = False,
         y_bounds: tuple[float, float] | None = None,
-        row_norm_bounds: float | tuple[float, float] = 1.0,
+        row_norm_bounds: float | tuple[float, float] | None = None,
         alpha: float = 1.0,
         solver: Literal["joint", "residual"] = "residual",
         fit_intercept: bool = True,
@@ -421,6 +428,7 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         self.private_features_ = np.flatnonzero(~self.public_mask_)
         self.label_public_ = bool(self.label_public)
         self.row_norm_bounds_ = (layout.public_bound, layout.private_bound)
+        self.y_bounds_ = tuple(float(b) for b in y_bounds)
         self.block_noise_std_ = dict(plan["details"]["block_noise_std"])
         self.noise_scale_ = float(system.noise_scale)
         self.n_eigenvalues_raised_ = n_raised
@@ -545,7 +553,11 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
                                 private_bound=b_q, neighboring=self.neighboring)
 
     def predict(self, X: MatrixLike) -> np.ndarray:
-        """Predict with the released linear model.
+        """Predict with the released linear model, clipped to ``y_bounds_``.
+
+        The target never left ``y_bounds`` in training; clipping is
+        post-processing (no privacy cost). ``X @ coef_ + intercept_`` is
+        the unclipped model.
 
         Parameters
         ----------
@@ -558,8 +570,9 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", reset=False,
                           dtype=[np.float64, np.float32])
-        return np.asarray(safe_sparse_dot(X, self.coef_.astype(X.dtype, copy=False))) \
+        y_pred = np.asarray(safe_sparse_dot(X, self.coef_.astype(X.dtype, copy=False))) \
             + self.intercept_
+        return clip_to_y_bounds(y_pred, getattr(self, "y_bounds_", None))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

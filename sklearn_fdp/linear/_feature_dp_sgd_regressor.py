@@ -411,8 +411,10 @@ class FeatureDPSGDRegressor(FeatureDPSGD, BaseDPLinearRegressor):
         Raises
         ------
         ValueError
-            When the released weights are not finite (the training diverged);
-            an earlier fit is kept.
+            When the released weights are not finite, or exploded (beyond
+            1e6 on the target mapped by ``y_bounds``): the training diverged;
+            the message names the cause (learning rate, noise or the scale of
+            X) from the fit's public quantities. An earlier fit is kept.
         """
         check_label_in_spec(self, X, y)
         X, y = validate_regression_data(self, X, y)
@@ -421,7 +423,8 @@ class FeatureDPSGDRegressor(FeatureDPSGD, BaseDPLinearRegressor):
         loss = regression_loss(self, bounds)
         run = _METHOD_RUNS[plan.details["method"]](self, X, loss.encode(t), loss, plan, gens,
                                                    bounds is not None)
-        check_released_finite(self, run.theta)  # released (DP) values only: free
+        check_released_finite(self, run.theta, plan, run.max_grad_norm, run.learning_rate,
+                              bounds is not None, noise_scale=run.alpha)  # DP values: free
         theta = unscale_weights(run.theta, run.public_scale, X.shape[1])
         self._store_regression(theta, self.fit_intercept, X.dtype, bounds, plan,
                                run.learning_rate)

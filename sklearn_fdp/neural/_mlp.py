@@ -35,6 +35,7 @@ from .._budget import (
     dpsgd_schedule,
     resolve_public_batch_size,
 )
+from .._divergence import check_not_diverged
 from .._docs import fill_doc
 from ..exceptions import FdpWarning
 from .._mechanisms.fdp import PUBLIC_LOSSES
@@ -284,8 +285,8 @@ max_grad_norm : float, default=1.0
     "mlp_batch_size": """\
 batch_size : int or "auto", default="auto"
     Expected Poisson batch size ``q n``. ``"auto"``:
-    ``clip(round(8 sqrt(n)), 64, 4096)`` (about ``n / 16``, the paper's
-    sampling rate, for n = 16,000).""",
+    ``clip(round(8 sqrt(n)), 64, 4096)``, at most ``n - 1`` (never
+    ``q = 1``; about ``n / 16``, the paper's sampling rate, for n = 16,000).""",
     "mlp_learning_rate": """\
 learning_rate : float, default=0.1
     Step size (the paper's 0.1), > 0.""",
@@ -601,14 +602,19 @@ class _BaseMLPFeatureDP(BaseEstimator):
               momentum=self.momentum, public_steps=run["public_steps"],
               public_batch_size=run["public_batch_size"], on_epoch=self._epoch_printer(plan))
         trainer.write_back()
-        # A check of the released (DP) weights only: post-processing, no privacy cost.
-        if not all(bool(torch.isfinite(p).all()) for p in trainer.module.parameters()):
-            raise ValueError(
-                f"Training of {name} diverged: the trained weights are not finite. The "
-                "public gradient (public pretraining, and ℓ_pub of method='alg1') is not "
-                "clipped and grows with the scale of X. Scale the columns to a "
-                "data-independent range (e.g. [-1, 1]) or lower learning_rate."
-            )
+        # A check of the released (DP) weights and public quantities only:
+        # post-processing, no privacy cost. Non-finite weights raise, naming the
+        # cause (learning rate, noise, or the scale of X: the public gradient of
+        # pretraining and of ℓ_pub is not clipped; sklearn_fdp._divergence).
+        # Large finite weights do not: hidden weights have no fixed scale, and a
+        # regressor's predictions are clipped to y_bounds.
+        check_not_diverged(
+            self, [p.detach().cpu().double().numpy() for p in trainer.module.parameters()],
+            learning_rate=self.learning_rate,
+            noise_multiplier=float(run["alpha"]) * float(plan.noise_multiplier),
+            max_grad_norm=self.max_grad_norm, steps=plan.schedule.steps,
+            batch_size=plan.schedule.batch_size, momentum=self.momentum,
+            mapped=False)
 
         for key, value in fitted.items():
             setattr(self, key, value)

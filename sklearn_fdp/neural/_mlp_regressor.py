@@ -261,7 +261,9 @@ class MLPFeatureDPRegressor(RegressorMixin, _BaseMLPFeatureDP):
         The network's output ``f(x)`` (trained on the target mapped to
         [-1, 1]) mapped back: ``(lo + hi)/2 + f(x) (hi − lo)/2``. Computed
         in float64, in batches of rows (batch-invariant, as
-        :meth:`MLPFeatureDP.predict_proba`). Not clipped to ``y_bounds``.
+        :meth:`MLPFeatureDP.predict_proba`), then clipped to ``y_bounds_``
+        (the target never left it in training; post-processing, no privacy
+        cost).
 
         Parameters
         ----------
@@ -274,7 +276,7 @@ class MLPFeatureDPRegressor(RegressorMixin, _BaseMLPFeatureDP):
         """
         z = self._forward(X)[:, 0]
         lo, hi = self.y_bounds_
-        return (lo + hi) / 2.0 + z * ((hi - lo) / 2.0)
+        return np.clip((lo + hi) / 2.0 + z * ((hi - lo) / 2.0), lo, hi)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -30,7 +30,7 @@ _SCALES = ("linear", "log", "signed-log")
 _MISSING = ("error", "fill", "indicator")
 _UNKNOWN = ("ignore", "error")
 _ORDERS = ("protected_last", "type")
-_KEYS = ("numeric", "categorical", "passthrough", "drop", "protected", "input_columns")
+_KEYS = ("numeric", "categorical", "passthrough", "drop", "protected", "input_columns", "target")
 # The command line's --schema keys (docs/cli.md), accepted as aliases.
 _ALIASES = {"bounds": "numeric", "categories": "categorical"}
 _NUMERIC_KEYS = ("bounds", "scale", "missing", "fill_value")
@@ -291,7 +291,30 @@ def _canonical(schema):
             _fail("['input_columns']", f"lacks the schema's column(s) {absent!r}",
                   "List every input column, in the order of the arrays' columns.")
     out["input_columns"] = inputs
+    out["target"] = _target_entry(schema.get("target"))
     return out
+
+
+def _target_entry(spec):
+    """The target's declared bounds ``(low, high)``, or None when the schema declares none."""
+    if spec is None:
+        return None
+    where = "['target']"
+    if isinstance(spec, dict):
+        extra = [k for k in spec if k != "bounds"]
+        if extra:
+            _fail(where, f"has unknown key(s) {extra!r}",
+                  "Declare the target as {'bounds': [low, high]}.")
+        spec = spec.get("bounds")
+    if not isinstance(spec, (list, tuple)) or len(spec) != 2:
+        _fail(where, f"bounds must be [low, high], got {spec!r}",
+              "Declare the target as {'bounds': [low, high]} (a regression target's "
+              "public range, e.g. a grade's 0-20), or leave the key out.")
+    low, high = (_number(where, v, "a target bound") for v in spec)
+    if not low < high:
+        _fail(where, f"bounds [{low!r}, {high!r}] need low < high",
+              "Give the target's public range, low first.")
+    return (low, high)
 
 
 # -- the blocks and their norms -------------------------------------------------------------
@@ -535,11 +558,12 @@ def make_tabular_preprocessor(schema, *, scale_rows="constant", order="protected
     array([[0.178, 0.783, 1.   , 0.   ],
            [1.   , 0.   , 0.   , 0.   ]])
     """
-    from sklearn.compose import ColumnTransformer
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import FunctionTransformer, Normalizer, OneHotEncoder
 
     from ._bounded import BoundedScaler
+    from .._schema_columns import SchemaColumnTransformer
+    from .._declaration import TabularPreprocessor
 
     canon = _canonical(schema)
     _check_scale_rows(scale_rows, canon)
@@ -573,7 +597,7 @@ def make_tabular_preprocessor(schema, *, scale_rows="constant", order="protected
                     else functools.partial(_select_columns, names=tuple(cols),
                                            input_columns=tuple(inputs)))
         parts.append((name, step, selector))
-    columns = ColumnTransformer(parts, remainder="drop", sparse_threshold=0.0)
+    columns = SchemaColumnTransformer(parts, remainder="drop", sparse_threshold=0.0)
     if scale_rows == "constant":
         total = math.fsum(_squared_bounds(canon).values())
         scale = FunctionTransformer(_scale_constant,
@@ -583,7 +607,14 @@ def make_tabular_preprocessor(schema, *, scale_rows="constant", order="protected
         scale = Normalizer(norm="l2")
     else:
         scale = "passthrough"
-    return Pipeline([("columns", columns), ("scale", scale)])
+    bounds = row_norm_bounds(schema, scale_rows=scale_rows)
+    if bounds is not None and not all(math.isfinite(b) for b in bounds):
+        bounds = None
+    declaration = {"protected": list(canon["protected"]),
+                   "row_norm_bounds": None if bounds is None else tuple(bounds),
+                   "target_bounds": canon["target"]}
+    return TabularPreprocessor([("columns", columns), ("scale", scale)],
+                               declaration=declaration)
 
 
 def _one_or_list(values):

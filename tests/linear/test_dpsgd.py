@@ -204,6 +204,26 @@ def test_invalid_parameters_raise_naming_the_value(binary, params, match):
         DPSGDClassifier(**params).fit(X, y)
 
 
+def test_default_batch_keeps_q_below_one():
+    """Issue 30 item 6: the default batch is below n at every n >= 2.
+
+    Until then it was n for every n <= 64 (q = 1), where the public-n
+    convention understates ε up to 7.72x on a one-step toy
+    (``benchmarks/bench_public_n.py``).
+    """
+    from sklearn_fdp._budget import _auto_batch_size
+
+    sizes = np.array([_auto_batch_size(n) for n in range(2, 20_000)])
+    assert np.all(sizes < np.arange(2, 20_000)) and sizes.min() >= 1
+    assert np.all(np.diff(sizes[:70]) >= 0)  # grows with n, never shrinks
+    rng = np.random.default_rng(0)
+    for n in (2, 10, 64, 65):
+        X = rng.uniform(-0.5, 0.5, (n, 2))
+        y = np.arange(n) % 2
+        clf = DPSGDClassifier(epochs=1, random_state=0).fit(X, y)
+        assert clf.batch_size_ < n and clf.sampling_rate_ < 1.0
+
+
 def test_batch_size_larger_than_n():
     X = np.eye(4)
     with pytest.raises(ValueError, match="batch_size.*only 4 rows"):

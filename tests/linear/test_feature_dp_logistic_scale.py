@@ -26,7 +26,7 @@ def well_scaled():
 
 
 CONFIGS = {
-    "alg1-private-label": dict(),
+    "alg1-private-label": dict(method="alg1"),  # "auto" is "dpsgd" here (issue 32)
     "alg1-public-label": dict(label_public=True),
     "alg1-pretraining": dict(label_public=True, public_epochs=2.0),
     "dpsgd-pretraining": dict(method="dpsgd", label_public=True, public_epochs=2.0),
@@ -81,7 +81,8 @@ def test_non_finite_release_raises_and_keeps_the_previous_fit(well_scaled):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("params", [dict(), dict(public_loss="gaussian_pad"),
+@pytest.mark.parametrize("params", [dict(method="alg1"),
+                                    dict(method="alg1", public_loss="gaussian_pad"),
                                     dict(label_public=True, public_epochs=1.0)],
                          ids=["mask", "pad", "pretraining"])
 def test_rescaled_memmap_fit_is_bit_identical(tmp_path, monkeypatch, well_scaled, dtype,

@@ -30,9 +30,9 @@ For one fit on the record's data (``n`` rows of norm ≤ 1, ``d`` columns):
 * ``κ``: a fit that solves a linear system (the sufficient-statistic fits)
   multiplies a relative perturbation of the system by at most its condition
   number; the test passes the condition number of the record data's Gram
-  matrix ``XᵀX`` (the noisy systems are floored at or above it: the solvers
-  raise eigenvalues below their floor), which also bounds the other fits'
-  (≥ 1).
+  matrix ``XᵀX`` (an assumption, not a proof: the solvers raise the noisy
+  systems' eigenvalues below a floor, which keeps them about as well
+  conditioned as the data's), a factor ≥ 1 for the other fits too.
 
 The bound is ``|a_now − a_record| ≤ 2 · γ_N · T · κ · max(1, |a_record|∞)``
 per entry. It is a bound for reassociation only: a change of algorithm, of

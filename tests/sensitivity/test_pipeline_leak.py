@@ -85,6 +85,13 @@ def tracer_table_kinds():
         np.tanh, feature_names_out="one-to-one")
     kinds["free:FunctionTransformer()"] = lambda: FunctionTransformer(
         feature_names_out="one-to-one")
+    # Stateless steps without a column map (issue 30 item 2): the tracer
+    # cannot tell which inputs each output reads.
+    kinds["opaque:FunctionTransformer(append row sum)"] = lambda: FunctionTransformer(
+        _append_row_sum, feature_names_out=_row_sum_names)
+    kinds["opaque:FunctionTransformer(tanh, no map)"] = lambda: FunctionTransformer(
+        np.tanh, feature_names_out=_renamed)
+    kinds["declared:row sum with __fdp_column_map__"] = _DeclaredRowSum
     kinds["free:FrozenEstimator(StandardScaler)"] = _frozen_scaler
     # The library's data-independent scaler (tags requires_fit=False).
     kinds["free:BoundedScaler((-0.9, 2), log)"] = lambda: BoundedScaler((-0.9, 2.0), log=True)
@@ -93,6 +100,31 @@ def tracer_table_kinds():
         kinds[f"private:PrivateMeanCenterer({row_scaling})"] = (
             lambda r=row_scaling: _private_mean_centerer(r))
     return kinds
+
+
+def _append_row_sum(X):
+    X = np.asarray(X, dtype=float)
+    return np.c_[X, X.sum(axis=1)]
+
+
+def _row_sum_names(step, names):
+    return np.asarray([*names, "rowsum"], dtype=object)
+
+
+def _renamed(step, names):  # honest names the tracer cannot map back
+    return np.asarray([f"t{i}" if "priv" not in n else f"priv_t{i}"
+                       for i, n in enumerate(names)], dtype=object)
+
+
+class _DeclaredRowSum(FunctionTransformer):
+    """Appends the row sum and declares it: output j reads input j, the last reads all."""
+
+    def __init__(self):
+        super().__init__(_append_row_sum, feature_names_out=_row_sum_names)
+
+    def __fdp_column_map__(self):
+        d = self.n_features_in_
+        return [[j] for j in range(d)] + [list(range(d))]
 
 
 class _FixedCategories:
@@ -294,6 +326,45 @@ def test_the_item_2_configuration_is_flagged():
     outcome = check_no_leak(lambda: _private_mean_centerer("normalize"), "per_block", X,
                             np.array([2]), 3, -3.0)
     assert outcome == "checked"
+
+
+def test_a_stateless_step_without_column_map_is_not_certified():
+    """Issue 30 item 2: FunctionTransformer(lambda X: np.c_[X, X.sum(1)]) in front
+    of a feature-DP estimator wrote the protected column into a public one (the
+    secret recovered to 1.9e-15) and was certified private. Now it is "mix",
+    ``is_private`` is False with the reason, unless the step declares its map
+    or reads public columns only."""
+    X, private_idx = _EXAMPLE_3COL
+    expected = {  # placement -> outcome, per kind
+        "opaque:FunctionTransformer(append row sum)": dict(
+            all="flagged", protected="flagged", public="checked"),
+        # Column-wise in fact, but nothing says so: not certified where its
+        # outputs feed public columns; on protected columns only, every output
+        # is protected (nothing public to leak into).
+        "opaque:FunctionTransformer(tanh, no map)": dict(
+            all="flagged", protected="checked", public="checked"),
+        # Declared: the row sum reads the protected column and is public.
+        "declared:row sum with __fdp_column_map__": dict(
+            all="flagged", protected="flagged", public="checked"),
+    }
+    for kind, outcomes in expected.items():
+        for placement, outcome in outcomes.items():
+            assert check_no_leak(TABLE_KINDS[kind], placement, X, private_idx, 3,
+                                 -3.0) == outcome, (kind, placement)
+    # The report says why.
+    df = _frame(X, private_idx)
+    pipe = make_private_pipeline(
+        FunctionTransformer(_append_row_sum, feature_names_out=_row_sum_names),
+        FeatureDPLogisticRegression(private_features=_is_protected_output, label_public=True,
+                                    epochs=1, random_state=0))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pipe.fit(df, np.arange(len(df)) % 2)
+    assert any("no column map" in str(w.message) for w in caught)
+    assert [s.status for s in pipe.preprocessing_audit_] == ["mix"]
+    report = privacy_report(pipe, pld=False)
+    assert not report.is_private
+    assert any("no column map" in w for w in report.warnings)
 
 
 def _sweep_data():
