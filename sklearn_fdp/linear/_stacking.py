@@ -24,7 +24,7 @@ from sklearn.model_selection import check_cv, cross_val_predict
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import accounting
-from .._random import NOISE_OPTIONS, SeedSequenceState, spawn_generators
+from .._random import NOISE_OPTIONS, spawn_generators
 from .._validation import (
     DELTA_CONSTRAINT,
     NEIGHBORING_CONSTRAINT,
@@ -234,8 +234,10 @@ class _BaseFeatureDPStacking(BaseEstimator):
             scores = np.zeros((n_samples, 0), dtype=X.dtype)
             self.public_estimator_ = None
         n_pass = int(public_mask.sum()) if self.passthrough else 0
+        # An int seed (what the final model's random_state holds anyway), so that
+        # the released model holds plain types (skops, the command line's loader).
         final = self._final_template(n_score, n_pass, int((~public_mask).sum()),
-                                     SeedSequenceState(final_gen.bit_generator.seed_seq))
+                                     int(final_gen.integers(2**31 - 1)))
         final_names = self._final_names(n_score, public_mask, names)
         self.final_estimator_ = final.fit(self._final_input(scores.astype(X.dtype), X,
                                                             public_mask),
