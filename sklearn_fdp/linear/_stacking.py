@@ -41,7 +41,7 @@ from .._validation import (
 from ..features import check_label_in_spec, resolve_feature_spec, spec_feature_names
 
 if TYPE_CHECKING:  # annotations only
-    from typing import Self
+    from typing import Literal, Self
 
     from .._plan import PrivacyPlan
     from .._typing import ArrayLike, FeatureSpec, MatrixLike, RandomStateLike
@@ -227,8 +227,13 @@ class _BaseFeatureDPStacking(BaseEstimator):
                 public.set_params(random_state=int(public_gen.integers(2**31 - 1)))
             X_pub = X[:, public_mask]
             cv = check_cv(self.cv, y_fit, classifier=is_classifier(self))
-            # Cross-fitted on public columns and the public label only.
-            scores = self._public_scores(public, X_pub, cv=cv, y=y_fit)
+            try:  # cross-fitted on the public columns and the public label only
+                scores = self._public_scores(public, X_pub, cv=cv, y=y_fit)
+            except ValueError as exc:
+                raise ValueError(
+                    f"{name} could not cross-fit its public model {type(public).__name__} on "
+                    f"{n_samples} rows with cv={self.cv!r}: {exc} Use fewer folds (cv) or "
+                    "more rows.") from exc
             self.public_estimator_ = clone(public).fit(X_pub, y_fit)
         else:
             scores = np.zeros((n_samples, 0), dtype=X.dtype)
@@ -402,22 +407,22 @@ class FeatureDPStackingClassifier(ClassifierMixin, _BaseFeatureDPStacking):
 
     def __init__(
         self,
-        public_estimator=None,
-        final_estimator=None,
+        public_estimator: BaseEstimator | None = None,
+        final_estimator: BaseEstimator | None = None,
         *,
         public_features: FeatureSpec = None,
         private_features: FeatureSpec = None,
         label_public: bool = True,
-        cv=5,
+        cv: int | object = 5,
         passthrough: bool = False,
         score_bound: float = 8.0,
         epsilon: float | None = 1.0,
         delta: float = 1e-5,
         noise_multiplier: float | None = None,
-        accountant: str = "auto",
-        neighboring: str = "add_remove",
+        accountant: Literal["auto", "pld", "rdp"] = "auto",
+        neighboring: Literal["add_remove", "replace"] = "add_remove",
         random_state: RandomStateLike = None,
-        noise: str = "default",
+        noise: Literal["default", "secure"] = "default",
     ) -> None:
         self.public_estimator = public_estimator
         self.final_estimator = final_estimator
@@ -667,23 +672,23 @@ class FeatureDPStackingRegressor(RegressorMixin, _BaseFeatureDPStacking):
 
     def __init__(
         self,
-        public_estimator=None,
-        final_estimator=None,
+        public_estimator: BaseEstimator | None = None,
+        final_estimator: BaseEstimator | None = None,
         *,
         public_features: FeatureSpec = None,
         private_features: FeatureSpec = None,
         label_public: bool = True,
         y_bounds: tuple[float, float] | None = None,
         row_norm_bounds: float | tuple[float, float] = 1.0,
-        cv=5,
+        cv: int | object = 5,
         passthrough: bool = False,
         epsilon: float | None = 1.0,
         delta: float = 1e-5,
         noise_multiplier: float | None = None,
-        accountant: str = "auto",
-        neighboring: str = "add_remove",
+        accountant: Literal["auto", "pld", "rdp"] = "auto",
+        neighboring: Literal["add_remove", "replace"] = "add_remove",
         random_state: RandomStateLike = None,
-        noise: str = "default",
+        noise: Literal["default", "secure"] = "default",
     ) -> None:
         self.public_estimator = public_estimator
         self.final_estimator = final_estimator
