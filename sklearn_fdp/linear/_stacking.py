@@ -329,10 +329,13 @@ class FeatureDPStackingClassifier(ClassifierMixin, _BaseFeatureDPStacking):
     epsilon : float or None, default=1.0
         Budget of the final model (the whole fit's: the public part is free).
     delta : float, default=1e-5
+        δ of the final model, in [0, 1); keep it below 1/n.
     noise_multiplier : float or None, default=None
         σ of the final model; with it ε is computed rather than targeted.
     accountant : {"auto", "pld", "rdp"}, default="auto"
+        The final model's accountant.
     neighboring : {"add_remove", "replace"}, default="add_remove"
+        The neighbouring relation of the final model's guarantee.
     random_state : int, RandomState instance or None, default=None
         Seeds the public estimator (when unseeded) and, by an independent
         stream, the final model.
@@ -514,6 +517,7 @@ class FeatureDPStackingClassifier(ClassifierMixin, _BaseFeatureDPStacking):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Rows to score, with the training columns.
 
         Returns
         -------
@@ -528,6 +532,7 @@ class FeatureDPStackingClassifier(ClassifierMixin, _BaseFeatureDPStacking):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Rows to score, with the training columns.
 
         Returns
         -------
@@ -542,6 +547,7 @@ class FeatureDPStackingClassifier(ClassifierMixin, _BaseFeatureDPStacking):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Rows to score, with the training columns.
 
         Returns
         -------
@@ -555,6 +561,7 @@ class FeatureDPStackingClassifier(ClassifierMixin, _BaseFeatureDPStacking):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Rows to score, with the training columns.
 
         Returns
         -------
@@ -615,12 +622,20 @@ class FeatureDPStackingRegressor(RegressorMixin, _BaseFeatureDPStacking):
     passthrough : bool, default=False
         Also give the public columns themselves to the final model.
     epsilon : float or None, default=1.0
+        Budget of the final model (the whole fit's: the public part is free).
     delta : float, default=1e-5
+        δ of the final model, in [0, 1); keep it below 1/n.
     noise_multiplier : float or None, default=None
+        σ of the final model's release; with it ε is computed rather than targeted.
     accountant : {"auto", "pld", "rdp"}, default="auto"
+        The final model's accountant.
     neighboring : {"add_remove", "replace"}, default="add_remove"
+        The neighbouring relation of the final model's guarantee.
     random_state : int, RandomState instance or None, default=None
+        Seeds the public estimator (when unseeded) and, by an independent
+        stream, the final model.
     noise : {"default", "secure"}, default="default"
+        The final model's noise source.
 
     Attributes
     ----------
@@ -770,6 +785,7 @@ class FeatureDPStackingRegressor(RegressorMixin, _BaseFeatureDPStacking):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Rows to score, with the training columns.
 
         Returns
         -------
