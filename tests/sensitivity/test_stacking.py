@@ -81,6 +81,15 @@ PUBLIC_CLASSIFIERS = {
 }
 
 
+def _problem(case, data):
+    """``(X, private_idx, n, i)``: at least one public column, a record ``i`` to change."""
+    X, private_idx = case
+    if len(private_idx) == X.shape[1]:
+        private_idx = private_idx[:-1]
+    n = X.shape[0]
+    return X, private_idx, n, data.draw(st.integers(0, n - 1))
+
+
 def _new_values(draw, m, dtype):
     scale = draw(st.sampled_from(SCALES))
     rng = np.random.default_rng(draw(st.integers(0, 2**16)))
@@ -97,12 +106,8 @@ def _new_values(draw, m, dtype):
 @settings(max_examples=25, deadline=None, derandomize=True)
 @given(case=adversarial_dense(n_rows=(4, 12), n_cols=(2, 6)), data=st.data())
 def test_public_score_is_identical_when_protected_values_change(public, case, data):
-    X, private_idx = case
-    if len(private_idx) == X.shape[1]:
-        private_idx = private_idx[:-1]
-    n = X.shape[0]
+    X, private_idx, n, i = _problem(case, data)
     y = _labels(n, data.draw(st.integers(0, 2**16)))
-    i = data.draw(st.integers(0, n - 1))
     X2 = replace_columns(X, i, private_idx, _new_values(data.draw, len(private_idx), X.dtype))
     est = FeatureDPStackingClassifier(
         PUBLIC_CLASSIFIERS[public](), FeatureDPLogisticRegression(), cv=2,
@@ -130,12 +135,8 @@ def _stacked_fdp(private_idx, clip):
 @settings(max_examples=40, deadline=None, derandomize=True)
 @given(case=adversarial_dense(n_rows=(4, 12), n_cols=(2, 6)), data=st.data())
 def test_final_release_moves_by_at_most_2C_under_replacement(case, data):
-    X, private_idx = case
-    if len(private_idx) == X.shape[1]:
-        private_idx = private_idx[:-1]
-    n = X.shape[0]
+    X, private_idx, n, i = _problem(case, data)
     y = _labels(n, data.draw(st.integers(0, 2**16)))
-    i = data.draw(st.integers(0, n - 1))
     clip = data.draw(st.sampled_from((0.1, 0.5, 1.0)))
     X2 = replace_columns(X, i, private_idx, _new_values(data.draw, len(private_idx), X.dtype))
     est = _stacked_fdp(private_idx, clip)
@@ -153,13 +154,9 @@ def test_final_release_moves_by_at_most_2C_under_replacement(case, data):
 @settings(max_examples=30, deadline=None, derandomize=True)
 @given(case=adversarial_dense(n_rows=(4, 12), n_cols=(2, 6)), data=st.data())
 def test_regressor_release_within_its_bound(relation, case, data):
-    X, private_idx = case
-    if len(private_idx) == X.shape[1]:
-        private_idx = private_idx[:-1]
-    n = X.shape[0]
+    X, private_idx, n, i = _problem(case, data)
     rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
     y = rng.standard_normal(n) * data.draw(st.sampled_from((1e-3, 1.0, 1e6)))
-    i = data.draw(st.integers(0, n - 1))
     if relation == "remove":  # Def. 6's simulator: the public part and target stay
         values = np.zeros(len(private_idx), dtype=X.dtype)
     else:
