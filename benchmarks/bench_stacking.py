@@ -28,7 +28,10 @@ Protocol:
   ``FeatureDPLogisticRegression(label_public=True)``; ``DPSGDClassifier``
   (whole records). Non-private references, once per seed: the public-only
   boosted model (the same HGB on the public columns: the stacked model's
-  public part) and the boosted model on all columns.
+  public part), a public-only ``LogisticRegression(max_iter=2000)`` and the
+  boosted model on all columns. "The public columns carry non-linear
+  signal" is read as: the public-only boosted model beats the public-only
+  logistic regression (mean over seeds); the FDP LR target is checked there.
 * the public model's fit is shared across ε within a seed: the public
   estimator is wrapped so that a fit on the same (X, y) bytes returns the
   stored fitted model (HGB is deterministic given its random_state, so the
@@ -66,6 +69,7 @@ import pandas as pd  # noqa: E402
 from scipy import stats  # noqa: E402
 from sklearn.base import BaseEstimator, ClassifierMixin, clone  # noqa: E402
 from sklearn.ensemble import HistGradientBoostingClassifier  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -282,6 +286,8 @@ def run_dataset(name, seeds, log):
                    d_protected=len(prot))
         hgb = CachedHGB(random_state=seed).fit(Xtr[:, pub], ytr)
         row["public_hgb"] = float((hgb.predict(Xte[:, pub]) == yte).mean())
+        lin = LogisticRegression(max_iter=2000).fit(Xtr[:, pub], ytr)
+        row["public_lr"] = float((lin.predict(Xte[:, pub]) == yte).mean())
         full = HistGradientBoostingClassifier(random_state=seed).fit(Xtr, ytr)
         row["all_columns_hgb"] = float((full.predict(Xte) == yte).mean())
         for eps in EPSILONS:
@@ -342,13 +348,13 @@ def write_md(result, path):
              f"shared with other jobs: load average {result['loadavg_start']} at the start, "
              f"{result['loadavg_end']} at the end.", ""]
     lines += ["## Accuracy (mean over seeds)", "",
-              "| data set | n train | public-only HGB | HGB all columns | ε | stacked | "
-              "FDP LR | DP-SGD |", "|---|---|---|---|---|---|---|---|"]
+              "| data set | n train | public-only HGB | public-only LR | HGB all columns | ε | "
+              "stacked | FDP LR | DP-SGD |", "|---|---|---|---|---|---|---|---|---|"]
     for name, rows in result["datasets"].items():
         for eps in EPSILONS:
             mean = lambda k: 100 * np.mean([r[k] for r in rows])  # noqa: E731
             lines.append(f"| {name} | {rows[0]['n_train']} | {mean('public_hgb'):.2f} | "
-                         f"{mean('all_columns_hgb'):.2f} | {eps:g} | "
+                         f"{mean('public_lr'):.2f} | {mean('all_columns_hgb'):.2f} | {eps:g} | "
                          f"{mean(f'stacking@{eps}'):.2f} | {mean(f'fdp_lr@{eps}'):.2f} | "
                          f"{mean(f'dpsgd@{eps}'):.2f} |")
     lines += ["", "## Paired differences, stacked − reference (points, 95 % t interval "
@@ -367,11 +373,11 @@ def write_md(result, path):
     lines += ["", "## Targets", "",
               f"* ≥ public-only HGB − 0.3 points (mean paired difference): met in "
               f"{t['public_met']} of {t['cells']} cells; not met: {t['public_missed'] or 'none'}.",
-              f"* ≥ FeatureDPLogisticRegression (mean paired difference ≥ 0): met in "
-              f"{t['fdp_met']} of {t['cells']} cells; not met: {t['fdp_missed'] or 'none'}. "
-              "Where the boosted public-only model beats FDP LR's public part, the public "
-              "columns carry non-linear signal; where not, the stacked model has no edge to "
-              "give and only matches it.", ""]
+              f"* ≥ FeatureDPLogisticRegression (mean paired difference ≥ 0) where the public "
+              "columns carry non-linear signal (public-only HGB above public-only LR: "
+              f"{', '.join(t['nonlinear']) or 'none'}): met in {t['fdp_met']} of "
+              f"{t['fdp_cells']} cells; not met: {t['fdp_missed'] or 'none'}. Elsewhere see "
+              "the '≥ FDP LR' column (not a target there).", ""]
     if result.get("attack"):
         lines += ["## Attribute inference on Adult's `sex` (3,000 training records)", "",
                   "| ε | ε spent | attack accuracy [95 % CI] | baseline | advantage [95 % CI] | "
@@ -401,9 +407,11 @@ def main():
     for name in args.datasets:
         log(f"{name}:")
         result["datasets"][name] = run_dataset(name, seeds, log)
-    cells, pub_miss, fdp_miss = 0, [], []
+    cells, pub_miss, fdp_miss, nonlinear = 0, [], [], []
     for name, rows in result["datasets"].items():
         result["paired"][name] = {}
+        if np.mean([r["public_hgb"] - r["public_lr"] for r in rows]) > 0:
+            nonlinear.append(name)
         for eps in EPSILONS:
             st_ = np.array([r[f"stacking@{eps}"] for r in rows]) * 100
             s = {ref: ci(st_ - 100 * np.array([r[key] for r in rows]))
@@ -414,10 +422,12 @@ def main():
             cells += 1
             if s["public_hgb"][0] < -0.3:
                 pub_miss.append(f"{name} ε={eps:g} ({s['public_hgb'][0]:+.2f})")
-            if s["fdp_lr"][0] < 0:
+            if s["fdp_lr"][0] < 0 and name in nonlinear:
                 fdp_miss.append(f"{name} ε={eps:g} ({s['fdp_lr'][0]:+.2f})")
+    fdp_cells = len(nonlinear) * len(EPSILONS)
     result["targets"] = dict(cells=cells, public_met=cells - len(pub_miss),
-                             public_missed=", ".join(pub_miss), fdp_met=cells - len(fdp_miss),
+                             public_missed=", ".join(pub_miss), nonlinear=nonlinear,
+                             fdp_cells=fdp_cells, fdp_met=fdp_cells - len(fdp_miss),
                              fdp_missed=", ".join(fdp_miss))
     if not args.no_attack:
         log("attack:")
