@@ -195,10 +195,23 @@ def test_grid_search_over_final_estimator_parameters():
     assert grid.best_estimator_.final_estimator_.epochs in (2, 4)
 
 
-def test_private_randomized_search_calibrates_the_final_model():
-    X, y = _data(800)
+def test_private_randomized_search_with_the_estimators_own_budget():
+    X, y = _data(300)
     search = PrivateRandomizedSearchCV(
-        _clf(final_estimator=FeatureDPLogisticRegression(epochs=2)),
+        _clf(final_estimator=FeatureDPLogisticRegression(epochs=1), cv=3, epsilon=1.0),
+        {"score_bound": [4.0, 8.0]}, epsilon=None, delta=1e-5, n_iter=2,
+        random_state=0).fit(X, y)
+    # What the search spent: the trials' fits (the final models') and the noisy scores.
+    assert search.epsilon_ > search.best_estimator_.epsilon_
+    assert search.privacy_plan_.protected_columns == (0, 1)
+    assert search.predict(X[:3]).shape == (3,)
+
+
+@pytest.mark.slow  # the repeat-and-select calibration (RDP) takes ~10-20 s
+def test_private_randomized_search_calibrates_the_final_model():
+    X, y = _data(300)
+    search = PrivateRandomizedSearchCV(
+        _clf(final_estimator=FeatureDPLogisticRegression(epochs=1), cv=3),
         {"score_bound": [4.0, 8.0]}, epsilon=2.0, delta=1e-5, n_iter=2,
         random_state=0).fit(X, y)
     assert search.epsilon_ <= 2.0
@@ -206,12 +219,27 @@ def test_private_randomized_search_calibrates_the_final_model():
     assert best.noise_multiplier_ == pytest.approx(search.noise_multiplier_)
 
 
-def test_private_search_catches_a_budget_change_hidden_in_the_final_estimator():
-    # Trials whose final models run different numbers of steps spend different
-    # events than the calibration planned: the search refuses them.
-    X, y = _data(400)
+def test_private_search_refuses_to_vary_the_final_estimator():
+    X, y = _data(300)
     search = PrivateRandomizedSearchCV(
-        _clf(), {"final_estimator": [FeatureDPLogisticRegression(epochs=2)]},
+        _clf(final_estimator=FeatureDPLogisticRegression(epochs=1), cv=3),
+        {"final_estimator": [FeatureDPLogisticRegression(epochs=2)]},
+        epsilon=2.0, delta=1e-5, n_iter=1, random_state=0)
+    with pytest.raises(ValueError, match="varies 'final_estimator', a whole step"):
+        search.fit(X, y)
+    search.set_params(param_distributions={"final_estimator__epochs": [1, 2]})
+    with pytest.raises(ValueError, match="final_estimator__epochs"):
+        search.fit(X, y)
+
+
+@pytest.mark.slow
+def test_private_search_catches_a_budget_change_hidden_in_the_final_estimator():
+    # With the default final_estimator=None the up-front check cannot see the
+    # template's epochs; trials that then spend another event than the calibration
+    # planned are refused at run time.
+    X, y = _data(300)
+    search = PrivateRandomizedSearchCV(
+        _clf(cv=3), {"final_estimator": [FeatureDPLogisticRegression(epochs=2)]},
         epsilon=2.0, delta=1e-5, n_iter=1, random_state=0)
     with pytest.raises(ValueError, match="not the planned"):
         search.fit(X, y)
