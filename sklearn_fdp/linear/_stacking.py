@@ -38,6 +38,7 @@ from .._validation import (
     encode_labels,
     validate_numeric_data,
 )
+from .._docs import fill_doc
 from ..features import check_label_in_spec, resolve_feature_spec, spec_feature_names
 
 if TYPE_CHECKING:  # annotations only
@@ -52,6 +53,44 @@ _FORWARDED = ("epsilon", "delta", "noise_multiplier", "accountant", "neighboring
 
 # Name of the public score column(s) in the final model's input.
 _SCORE = "public_score"
+
+# Docstring paragraphs the two stacked estimators share (sklearn_fdp._docs.fill_doc).
+_PARAGRAPHS = {
+    "stacking_budget": """\
+epsilon : float or None, default=1.0
+    Budget of the final model (the whole fit's: the public part is free).
+delta : float, default=1e-5
+    δ of the final model, in [0, 1); keep it below 1/n.
+noise_multiplier : float or None, default=None
+    σ of the final model; with it ε is computed rather than targeted.
+accountant : {"auto", "pld", "rdp"}, default="auto"
+    The final model's accountant.
+neighboring : {"add_remove", "replace"}, default="add_remove"
+    The neighbouring relation of the final model's guarantee.
+random_state : int, RandomState instance or None, default=None
+    Seeds the public estimator (when unseeded) and, by an independent
+    stream, the final model.
+noise : {"default", "secure"}, default="default"
+    The final model's noise source.""",
+    "stacking_fitted": """\
+n_features_in_ : int
+feature_names_in_ : ndarray of shape (``n_features_in_``,)
+    Defined when ``X`` has string column names.
+feature_names_ : ndarray of object or None
+epsilon_, delta_, noise_multiplier_, accountant_ : as the final model's
+dp_event_ : dp_accounting.DpEvent
+    The final model's: the only mechanism of the fit.
+privacy_plan_ : PrivacyPlan
+    The final model's plan, its protected columns at their positions in
+    ``X`` and its description naming the (free) public model.
+public_mask_ : ndarray of bool
+public_features_, private_features_ : ndarray of int
+label_public_ : bool
+    Always True.
+n_score_columns_ : int
+    Public score columns of the final model's input (0, 1, or the
+    number of classes).""",
+}
 
 
 def _label_public_error(est):
@@ -326,21 +365,7 @@ class FeatureDPStackingClassifier(ClassifierMixin, _BaseFeatureDPStacking):
         it, so the score column lies in [-1, 1] (rows of bounded norm, as
         Algorithm 1's steps assume). With several classes, the centred
         log-probabilities, divided by ``score_bound * sqrt(n_classes)``.
-    epsilon : float or None, default=1.0
-        Budget of the final model (the whole fit's: the public part is free).
-    delta : float, default=1e-5
-        δ of the final model, in [0, 1); keep it below 1/n.
-    noise_multiplier : float or None, default=None
-        σ of the final model; with it ε is computed rather than targeted.
-    accountant : {"auto", "pld", "rdp"}, default="auto"
-        The final model's accountant.
-    neighboring : {"add_remove", "replace"}, default="add_remove"
-        The neighbouring relation of the final model's guarantee.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the public estimator (when unseeded) and, by an independent
-        stream, the final model.
-    noise : {"default", "secure"}, default="default"
-        The final model's noise source.
+    [[stacking_budget]]
 
     Attributes
     ----------
@@ -352,23 +377,7 @@ class FeatureDPStackingClassifier(ClassifierMixin, _BaseFeatureDPStacking):
         The fitted feature-DP final model; its input is ``[scores,
         (public columns), protected columns]``.
     classes_ : ndarray of shape (n_classes,)
-    n_features_in_ : int
-    feature_names_in_ : ndarray of shape (``n_features_in_``,)
-        Defined when ``X`` has string column names.
-    feature_names_ : ndarray of object or None
-    epsilon_, delta_, noise_multiplier_, accountant_ : as the final model's
-    dp_event_ : dp_accounting.DpEvent
-        The final model's: the only mechanism of the fit.
-    privacy_plan_ : PrivacyPlan
-        The final model's plan, its protected columns at their positions in
-        ``X`` and its description naming the (free) public model.
-    public_mask_ : ndarray of bool
-    public_features_, private_features_ : ndarray of int
-    label_public_ : bool
-        Always True.
-    n_score_columns_ : int
-        Public score columns of the final model's input (0, 1, or the
-        number of classes).
+    [[stacking_fitted]]
 
     Notes
     -----
@@ -621,37 +630,15 @@ class FeatureDPStackingRegressor(RegressorMixin, _BaseFeatureDPStacking):
         Folds of the cross-fitted score (unshuffled K-fold for an int).
     passthrough : bool, default=False
         Also give the public columns themselves to the final model.
-    epsilon : float or None, default=1.0
-        Budget of the final model (the whole fit's: the public part is free).
-    delta : float, default=1e-5
-        δ of the final model, in [0, 1); keep it below 1/n.
-    noise_multiplier : float or None, default=None
-        σ of the final model's release; with it ε is computed rather than targeted.
-    accountant : {"auto", "pld", "rdp"}, default="auto"
-        The final model's accountant.
-    neighboring : {"add_remove", "replace"}, default="add_remove"
-        The neighbouring relation of the final model's guarantee.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the public estimator (when unseeded) and, by an independent
-        stream, the final model.
-    noise : {"default", "secure"}, default="default"
-        The final model's noise source.
+    [[stacking_budget]]
 
     Attributes
     ----------
     public_estimator_ : estimator or None
+        As for :class:`FeatureDPStackingClassifier`.
     final_estimator_ : estimator
-    n_features_in_ : int
-    feature_names_in_ : ndarray of shape (``n_features_in_``,)
-        Defined when ``X`` has string column names.
-    feature_names_ : ndarray of object or None
-    epsilon_, delta_, noise_multiplier_, accountant_ : as the final model's
-    dp_event_ : dp_accounting.DpEvent
-    privacy_plan_ : PrivacyPlan
-    public_mask_ : ndarray of bool
-    public_features_, private_features_ : ndarray of int
-    label_public_ : bool
-    n_score_columns_ : int
+        The fitted feature-DP final model.
+    [[stacking_fitted]]
 
     Notes
     -----
@@ -799,3 +786,7 @@ class FeatureDPStackingRegressor(RegressorMixin, _BaseFeatureDPStacking):
         tags.regressor_tags.poor_score = True
         tags.non_deterministic = self.noise == "secure"
         return tags
+
+
+fill_doc(FeatureDPStackingClassifier, extra=_PARAGRAPHS)
+fill_doc(FeatureDPStackingRegressor, extra=_PARAGRAPHS)
