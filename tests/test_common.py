@@ -12,6 +12,8 @@ from sklearn_fdp import (
     FeatureDPLinearRegression,
     FeatureDPLogisticRegression,
     FeatureDPSGDRegressor,
+    FeatureDPStackingClassifier,
+    FeatureDPStackingRegressor,
     PrivateMeanCenterer,
 )
 from sklearn_fdp.model_selection import PrivateRandomizedSearchCV
@@ -45,6 +47,15 @@ ESTIMATORS = [
     # Column 0 and the target private (Algorithm 1's label-free squared-loss split).
     FeatureDPSGDRegressor(private_features=[0], y_bounds=(-1e4, 1e4), epsilon=50.0, delta=1e-9,
                           epochs=5, accountant="rdp", random_state=0),
+    # Column 0 protected, the public model on the others (none: the final model alone);
+    # two folds keep the cross-fitting possible on the checks' tiny data sets.
+    FeatureDPStackingClassifier(
+        private_features=[0], cv=2, epsilon=50.0, delta=1e-9, accountant="rdp",
+        final_estimator=FeatureDPLogisticRegression(epochs=5), random_state=0),
+    # y_bounds and row_norm_bounds wide enough for the checks' data (nothing clipped).
+    FeatureDPStackingRegressor(private_features=[0], cv=2, y_bounds=(-1000.0, 1000.0),
+                               row_norm_bounds=1000.0, epsilon=50.0, delta=1e-9,
+                               random_state=0),
     # The search takes its sparse tag from its estimator (issue 22 item 6).
     PrivateRandomizedSearchCV(
         DPSGDClassifier(epsilon=50.0, delta=1e-9, epochs=5, accountant="rdp"),
