@@ -20,6 +20,7 @@ from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._budget import calibrate_dpsgd
+from .._distributed import check_partitioned, use_cluster
 from .._docs import fill_doc
 from .._mechanisms.linear_statistics import (
     SOLVERS,
@@ -28,6 +29,7 @@ from .._mechanisms.linear_statistics import (
     statistic_layout,
     target_map,
 )
+from .._outofcore import training_dtype
 from .._plan import DPSGDSchedule, feature_plan
 from .._random import NOISE_OPTIONS, spawn_generators
 from .._validation import (
@@ -385,9 +387,13 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         """
         name = type(self).__name__
         check_label_in_spec(self, X, y)
-        X, y = validate_numeric_data(self, X, y, accept_sparse="csr",
-                                     dtype=[np.float64, np.float32], order="C", y_numeric=True)
-        check_row_norms_finite(X, name)
+        if use_cluster(X):  # summed on the workers; the values checked there, per partition
+            X, y = check_partitioned(self, X, y)
+        else:
+            X, y = validate_numeric_data(self, X, y, accept_sparse="csr",
+                                         dtype=[np.float64, np.float32], order="C",
+                                         y_numeric=True)
+            check_row_norms_finite(X, name)
         n_samples, n_features = X.shape
         check_delta_vs_n(self.delta, n_samples, name)
         names = spec_feature_names(self, n_features, feature_names)
@@ -413,7 +419,7 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
                                              self.solver)
         centre, half = target_map(y_bounds, self.fit_intercept)
         theta = theta * half
-        self.coef_ = theta[:n_features].astype(X.dtype)
+        self.coef_ = theta[:n_features].astype(training_dtype(X.dtype, name))
         self.intercept_ = float(theta[n_features] + centre) if self.fit_intercept else 0.0
         self.feature_names_ = names
         self.public_mask_ = plan["details"]["public_mask"]
