@@ -141,6 +141,9 @@ def _column_blocks(est, in_names, n_in, out_names):
     Returns a list (one entry per output column) of lists of input indices,
     or None when the step is opaque (every output may depend on every input).
     """
+    declared = getattr(est, "__fdp_column_blocks__", None)
+    if callable(declared):  # the step says which inputs each output reads (FeatureDPPCA)
+        return declared()
     if out_names is None or n_in is None:
         return None
     inner = getattr(est, "estimator", None) if type(est).__name__ == "FrozenEstimator" else None

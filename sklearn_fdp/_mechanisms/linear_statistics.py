@@ -241,7 +241,8 @@ def _triu_size(d):
 
 
 def statistic_layout(public_mask, *, fit_intercept, label_public, public_bound, private_bound,
-                     neighboring, residual_bound=RESIDUAL_BOUND, qp_basis=None):
+                     neighboring, residual_bound=RESIDUAL_BOUND, qp_basis=None, target=True,
+                     qp_weight=None):
     """The public layout of the release (see the module docstring for the numbers).
 
     Parameters
@@ -261,6 +262,13 @@ def statistic_layout(public_mask, *, fit_intercept, label_public, public_bound, 
         ``QP`` block is released as ``X_QᵀX~_P V_k`` (``d_Q k`` entries, the
         same sensitivity, weight × :data:`QP_PROJECTED_WEIGHT` in place of
         :data:`QP_WEIGHT`); None: the whole ``X_QᵀX~_P``.
+    target : bool, default=True
+        False: no target (``FeatureDPPCA``'s covariance): only ``QP`` and
+        ``QQ`` are released (``label_public`` is then ignored).
+    qp_weight : float or None, default=None
+        The ``QP`` block's weight relative to the variance-optimal rule
+        (None: :data:`QP_WEIGHT`, or :data:`QP_PROJECTED_WEIGHT` with
+        ``qp_basis``; those were chosen for the regression's solver).
 
     Returns
     -------
@@ -275,6 +283,9 @@ def statistic_layout(public_mask, *, fit_intercept, label_public, public_bound, 
     rank = d_p1 if qp_basis is None else qp_basis.shape[1]
     sizes = {"QP": d_q * rank, "QQ": _triu_size(d_q), "Qy": 0 if label_public else d_q,
              "Qr": d_q if label_public else 0, "Py": 0 if label_public else d_p1}
+    if not target:
+        label_public = True  # nothing of a target is released (nor summed: no Qr)
+        sizes.update(Qy=0, Qr=0, Py=0)
     add_remove = {"QP": b_q * p, "QQ": b_q * b_q, "Qy": b_q, "Qr": b_q * float(residual_bound),
                   "Py": p}
     factor = {"QP": 2.0, "QQ": math.sqrt(2.0), "Qy": 2.0, "Qr": 2.0, "Py": 2.0} if replace \
@@ -287,7 +298,9 @@ def statistic_layout(public_mask, *, fit_intercept, label_public, public_bound, 
     target = 2.0 if replace else 1.0
     raw = {k: math.sqrt(math.sqrt(appears[k] * sizes[k]) / sens[k]) for k in sens}
     if "QP" in raw:
-        raw["QP"] *= QP_WEIGHT if qp_basis is None else QP_PROJECTED_WEIGHT
+        if qp_weight is None:
+            qp_weight = QP_WEIGHT if qp_basis is None else QP_PROJECTED_WEIGHT
+        raw["QP"] *= qp_weight
     if "Qr" in raw:
         raw["Qr"] *= QR_WEIGHT
     total = math.sqrt(math.fsum((raw[k] * sens[k]) ** 2 for k in sens))
@@ -413,8 +426,11 @@ def _statistic_chunk(rows, y, layout, y_bounds):
     block = rows[:, layout.private_idx]
     f_priv = _clip_factors(block, layout.private_bound)
     np.multiply(block, f_priv[:, None], out=Z[:, d_p1:d_p1 + d_q])
-    n_clipped = int(np.count_nonzero((y < lo) | (y > hi)))
-    Z[:, -1] = _mapped_target(y, lo, hi, centre, half)
+    if y is None:  # no target (FeatureDPPCA): its column stays zero
+        n_clipped, Z[:, -1] = 0, 0.0
+    else:
+        n_clipped = int(np.count_nonzero((y < lo) | (y > hi)))
+        Z[:, -1] = _mapped_target(y, lo, hi, centre, half)
     return Z.T @ Z, n_clipped, int(np.count_nonzero(f_pub < 1.0)), f_pub, f_priv
 
 
@@ -487,16 +503,16 @@ def sufficient_statistics(X, y, layout, y_bounds, alpha=1.0, noise_multiplier=No
     d_p, d_q = len(layout.public_idx), len(layout.private_idx)
     width = d_p + int(layout.fit_intercept) + d_q + 1
     S = np.zeros((width, width))
-    y = np.asarray(y, dtype=np.float64)
+    y = None if y is None else np.asarray(y, dtype=np.float64)
     n_clipped = n_public_clipped = 0
     step = _chunk_rows(X.shape[1] + width)
-    residual = layout.label_public and d_q > 0
+    residual = "Qr" in layout.sizes  # a public target and protected columns
     if residual:  # the rows' clip factors, for the second pass
         f_pub, f_priv = np.ones(n), np.ones(n)
     for start in range(0, n, step):
         stop = min(n, start + step)
         part, clipped, public_clipped, fp, fq = _statistic_chunk(
-            row_slice(X, start, stop), y[start:stop], layout, y_bounds)
+            row_slice(X, start, stop), None if y is None else y[start:stop], layout, y_bounds)
         S += part
         n_clipped += clipped
         n_public_clipped += public_clipped
@@ -549,7 +565,8 @@ def partition_statistics(X, y, layout, y_bounds, name):
     step = _chunk_rows(X.shape[1] + width)
     for start in range(0, n, step):
         part, clipped, public_clipped, _, _ = _statistic_chunk(
-            X[start:start + step], y[start:start + step], layout, y_bounds)
+            X[start:start + step], None if y is None else y[start:start + step], layout,
+            y_bounds)
         S += part
         n_clipped += clipped
         n_public_clipped += public_clipped
@@ -628,7 +645,7 @@ def cluster_sufficient_statistics(X, y, layout, y_bounds, alpha=1.0, noise_multi
     S, n_clipped, n_public_clipped, _ = tree_reduce(
         partition_statistics, X, y, (layout, y_bounds, name), what=name)
     S, stats = _statistics_from_sum(S, n_clipped, n_public_clipped, layout)
-    if not (layout.label_public and len(layout.private_idx)):
+    if "Qr" not in layout.sizes:
         return stats
     n, d_q = X.shape[0], len(layout.private_idx)
     eigen, beta, r_min, coef, offset = _public_model(stats, S, layout, alpha, n, X.shape[1])
