@@ -33,7 +33,7 @@ import scipy.sparse as sp
 
 from ._outofcore import is_dask_array
 
-__all__ = ["active_client", "check_partitioned", "tree_reduce", "use_cluster",
+__all__ = ["active_client", "check_partitioned", "partitioned_labels", "tree_reduce", "use_cluster",
            "validate_partition"]
 
 
@@ -186,3 +186,25 @@ def tree_reduce(fn, X, y=None, args=(), *, what="the statistic", combine=_add):
 
 def _call(fn, X, y, args):
     return fn(X, y, *args)
+
+
+def partitioned_labels(estimator, X, y):
+    """``(X, classes_, y_index)`` of a classifier's dask input, labels encoded per partition.
+
+    The class list is read from the distinct labels (``da.unique``: only
+    those travel) unless the estimator's ``classes`` gives it, and checked
+    with the in-memory rules (:func:`~sklearn_fdp._validation.encode_labels`
+    on the distinct labels); ``y_index`` is a dask array of indices into it.
+    """
+    import dask.array as da
+
+    from ._validation import encode_labels
+
+    X, y = check_partitioned(estimator, X, y, y_numeric=False)
+    distinct = np.asarray(da.unique(y).compute())
+    classes, _ = encode_labels(estimator, distinct, getattr(estimator, "classes", None))
+    return X, classes, y.map_blocks(_label_index, classes, dtype=np.intp)
+
+
+def _label_index(y, classes):
+    return np.searchsorted(classes, np.asarray(y)).astype(np.intp)
