@@ -33,7 +33,8 @@ import scipy.sparse as sp
 
 from ._outofcore import is_dask_array
 
-__all__ = ["active_client", "check_partitioned", "partitioned_labels", "tree_reduce", "use_cluster",
+__all__ = ["active_client", "check_partitioned", "partitioned_labels", "transform_partitions",
+           "tree_reduce", "use_cluster",
            "validate_partition"]
 
 
@@ -134,6 +135,11 @@ def validate_partition(X, y, name, *, y_numeric=True, accept_sparse=True):
     check_row_norms_finite(X, name)
     if y is not None:
         y = np.asarray(y)
+        if y.shape[0] != X.shape[0]:
+            raise RuntimeError(
+                f"A partition of X for {name} holds {X.shape[0]} rows, but its part of y "
+                f"{y.shape[0]}: X's chunk sizes do not match its data (a partition was lost "
+                "or changed). Nothing was released.")
         if y_numeric:
             y = y.astype(np.float64)
             _assert_all_finite(y, allow_nan=False, input_name="y", estimator_name=name)
@@ -208,3 +214,53 @@ def partitioned_labels(estimator, X, y):
 
 def _label_index(y, classes):
     return np.searchsorted(classes, np.asarray(y)).astype(np.intp)
+
+
+def transform_partitions(transformer, frame, target=None):
+    """``(X, y)``: a fitted data-independent ``transformer`` applied to each partition.
+
+    For a dask DataFrame on a cluster: the schema preprocessor
+    (:func:`~sklearn_fdp.preprocessing.make_tabular_preprocessor`) learns
+    nothing from the data, so it maps every partition on its own, where it
+    lives. ``X`` is a dask array of known row chunks (one pass counts the
+    partitions' rows; nothing else comes back), ``y`` the column ``target``
+    of ``frame`` with the same chunks (None without ``target``); the
+    target column is not given to the transformer.
+
+    Parameters
+    ----------
+    transformer : fitted transformer
+        Data-independent (fit it on a few rows, e.g. ``frame.head()``: it
+        records the column names only). Its output must be dense.
+    frame : dask.dataframe.DataFrame
+    target : str or None, default=None
+
+    Returns
+    -------
+    X : dask.array.Array of shape (n_samples, n_features_out)
+    y : dask.array.Array of shape (n_samples,) or None
+    """
+    import dask
+    import dask.array as da
+    from sklearn.utils.validation import check_is_fitted
+
+    check_is_fitted(transformer)
+    features = frame if target is None else frame.drop(columns=[target])
+    n_out = len(transformer.get_feature_names_out())
+    lengths = [int(n) for n in features.map_partitions(len).compute()]
+    parts = features.to_delayed()
+    blocks = [da.from_delayed(dask.delayed(_transform_part, pure=True)(transformer, part),
+                              shape=(n, n_out), dtype=np.float64)
+              for part, n in zip(parts, lengths)]
+    X = da.concatenate(blocks, axis=0)
+    y = None
+    if target is not None:
+        y = frame[target].to_dask_array(lengths=lengths)
+    return X, y
+
+
+def _transform_part(transformer, part):
+    out = transformer.transform(part)
+    if sp.issparse(out):
+        out = out.toarray()
+    return np.asarray(out, dtype=np.float64)
