@@ -26,7 +26,7 @@ from . import accounting
 from ._distributed import check_partitioned, use_cluster
 from ._mechanisms.gaussian_mean import row_scale_factors
 from ._mechanisms.linear_statistics import release_linear_statistics, statistic_layout
-from ._plan import DPSGDSchedule, feature_plan
+from ._plan import feature_plan
 from ._random import NOISE_OPTIONS, spawn_generators
 from ._validation import (
     DELTA_CONSTRAINT,
@@ -40,7 +40,14 @@ from ._validation import (
     validate_numeric_data,
 )
 from .features import resolve_feature_spec, spec_feature_names
-from .linear._feature_dp_linear import _check_row_norm_bounds, _layout_details
+from .linear._feature_dp_linear import (
+    _check_row_norm_bounds,
+    _layout_details,
+    calibrate_one_release,
+    check_budget_given,
+    column_names,
+    one_release_event,
+)
 
 if TYPE_CHECKING:  # annotations only
     from typing import Literal, Self
@@ -278,33 +285,18 @@ class FeatureDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         plan : PrivacyPlan
         """
         name = type(self).__name__
-        if self.epsilon is None and self.noise_multiplier is None:
-            raise ValueError(
-                f"{name}: give `epsilon` (the budget; σ is calibrated to it) or "
-                "`noise_multiplier` (ε is then computed); both are None.")
+        check_budget_given(self)
         public_mask = resolve_feature_spec(self.public_features, self.private_features,
                                            n_features, feature_names, name, label_public=True)
         n_private = int((~public_mask).sum())
         b_p, b_q = _check_row_norm_bounds(self, n_features - n_private, n_private)
         details = dict(public_mask=public_mask, row_norm_bounds=(b_p, b_q))
-        layout = self._layout(details)
-        if self.accountant == "auto":
-            sigma, spent = accounting.gaussian_sigma_and_epsilon(
-                self.epsilon, self.delta, noise_multiplier=self.noise_multiplier,
-                neighboring=self.neighboring)
-            event = accounting.gaussian_release(None, self.delta, noise_multiplier=sigma,
-                                                neighboring=self.neighboring)[1]
-            accountant = "analytic"
-        else:
-            from ._budget import calibrate_dpsgd
-
-            sigma, event, spent, accountant = calibrate_dpsgd(self, 1.0, 1)
-        details.update(_layout_details(layout, sigma))
+        schedule, sigma, event, spent, accountant = calibrate_one_release(self, n_samples)
+        details.update(_layout_details(self._layout(details), sigma))
         private = np.flatnonzero(~public_mask)
-        protected = ([f"x{int(i)}" for i in private] if feature_names is None
-                     else [str(feature_names[int(i)]) for i in private])
-        schedule = DPSGDSchedule(batch_size=n_samples, sampling_rate=1.0, steps=1)
-        return feature_plan(event, spent, float(self.delta), accountant, protected, False,
+        return feature_plan(one_release_event(event, sigma, self.delta, self.neighboring),
+                            spent, float(self.delta), accountant,
+                            column_names(private, feature_names), False,
                             protected_columns=private, noise_multiplier=sigma,
                             schedule=schedule, details=details)
 
