@@ -18,10 +18,11 @@ from the Parquet footers) and fits. Reported per fit: the wall time of
 ``fit`` alone and rows/s, the driver's peak RSS (``VmHWM``; the workers'
 memory is theirs), and, for the subset fits, R² on a held-out test set.
 
-Runs: the whole table and its first ``--small-files`` files (n and n/4 by
-default: the driver's peak RSS must not grow with n), each on 1 and 2
-workers; and the first ``--subset-files`` files (default 4, 2,000,000 rows)
-fitted in memory (``pd.read_parquet`` into one float32 array, the same
+Runs: the whole table and its first ``--small-files`` files (default 1:
+500,000 rows, 1/40 of the table; the driver's peak RSS must not grow with n),
+each on 1 and 2 workers (``--full-workers``: the whole table's; on a loaded
+machine ``--full-workers 2`` keeps the run short); and the first ``--subset-files`` files (default 2,
+1,000,000 rows) fitted in memory (``pd.read_parquet`` into one float32 array, the same
 estimator) against the cluster fit of the same files: same R² and the
 largest coefficient difference.
 
@@ -231,11 +232,16 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=20_000_000)
     parser.add_argument("--rows-per-file", type=int, default=500_000)
-    parser.add_argument("--small-files", type=int, default=None,
-                        help="files of the smaller n (default: a quarter)")
-    parser.add_argument("--subset-files", type=int, default=4)
+    parser.add_argument("--small-files", type=int, default=1,
+                        help="files of the smaller n (default 1: 500,000 rows)")
+    parser.add_argument("--subset-files", type=int, default=2)
+    parser.add_argument("--full-workers", type=lambda v: [int(w) for w in v.split(",")],
+                        default=[1, 2], help="worker counts of the whole-table fits")
     parser.add_argument("--tmpdir", default=None)
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--data", default=None,
+                        help="an existing folder written by this script (--keep) to reuse; "
+                             "deleted at the end unless --keep")
     parser.add_argument("--out", default=str(HERE / "results" / "cluster_stats"))
     parser.add_argument("--child", choices=["write", "fit"], default=None)
     parser.add_argument("--folder", default=None)
@@ -251,17 +257,26 @@ def main():
     from _common import library_fingerprint
 
     load_before = os.getloadavg()
-    args.folder = pathlib.Path(tempfile.mkdtemp(prefix="fdp_cluster_", dir=args.tmpdir))
+    if args.data:
+        args.folder, write_s = pathlib.Path(args.data), None
+    else:
+        args.folder = pathlib.Path(tempfile.mkdtemp(prefix="fdp_cluster_", dir=args.tmpdir))
     try:
-        t = time.perf_counter()
-        _child(args, child="write", rows=args.rows, rows_per_file=args.rows_per_file)
-        write_s = time.perf_counter() - t
+        if not args.data:
+            t = time.perf_counter()
+            _child(args, child="write", rows=args.rows, rows_per_file=args.rows_per_file)
+            write_s = time.perf_counter() - t
         files = sorted(args.folder.glob("part-*.parquet"))
+        import pyarrow.parquet as pq
+
+        args.rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+        args.rows_per_file = pq.ParquetFile(files[0]).metadata.num_rows
         n_files = len(files)
-        small = args.small_files or max(1, n_files // 4)
+        small = args.small_files
         cluster = []
-        for n in (small, n_files):
-            for workers in (1, 2):
+        runs = [(small, w) for w in (1, 2)] + [(n_files, w) for w in args.full_workers]
+        for n, workers in runs:
+            if True:
                 r = _child(args, child="fit", mode="cluster", workers=workers, files=n)
                 print(f"{r['rows']:>11,} rows, {workers} worker(s): {r['fit_s']:.1f} s, "
                       f"peak RSS {r['peak_rss_mib']:.0f} MiB, R² {r['r2']:.6f}", flush=True)

@@ -233,7 +233,9 @@ def transform_partitions(transformer, frame, target=None):
         Data-independent (fit it on a few rows, e.g. ``frame.head()``: it
         records the column names only). Its output must be dense.
     frame : dask.dataframe.DataFrame
+        The table, partitioned where it lives (e.g. ``dd.read_parquet``).
     target : str or None, default=None
+        The column returned as ``y`` (not passed to ``transformer``).
 
     Returns
     -------

@@ -87,6 +87,7 @@ class FeatureDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
     epsilon : float or None, default=1.0
         Budget of the one release; σ is calibrated to it.
     delta : float, default=1e-5
+        δ of the guarantee, in (0, 1); keep it well below ``1 / n_samples``.
     noise_multiplier : float or None, default=None
         σ directly (``epsilon`` None): ε is then computed.
     accountant : {"auto", "pld", "rdp"}, default="auto"
@@ -332,6 +333,7 @@ class FeatureDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         Parameters
         ----------
         X : array-like of shape (n_samples, n_components_)
+            Coordinates on the components (``transform``'s output).
 
         Returns
         -------
