@@ -276,11 +276,10 @@ def main():
         cluster = []
         runs = [(small, w) for w in (1, 2)] + [(n_files, w) for w in args.full_workers]
         for n, workers in runs:
-            if True:
-                r = _child(args, child="fit", mode="cluster", workers=workers, files=n)
-                print(f"{r['rows']:>11,} rows, {workers} worker(s): {r['fit_s']:.1f} s, "
-                      f"peak RSS {r['peak_rss_mib']:.0f} MiB, R² {r['r2']:.6f}", flush=True)
-                cluster.append(r)
+            r = _child(args, child="fit", mode="cluster", workers=workers, files=n)
+            print(f"{r['rows']:>11,} rows, {workers} worker(s): {r['fit_s']:.1f} s, "
+                  f"peak RSS {r['peak_rss_mib']:.0f} MiB, R² {r['r2']:.6f}", flush=True)
+            cluster.append(r)
         mem = _child(args, child="fit", mode="memory", workers=0, files=args.subset_files)
         sub = _child(args, child="fit", mode="cluster", workers=2, files=args.subset_files)
         res = dict(
