@@ -11,6 +11,7 @@ from sklearn_fdp import (
     DPSGDRegressor,
     FeatureDPLinearRegression,
     FeatureDPLogisticRegression,
+    FeatureDPPCA,
     FeatureDPSGDRegressor,
     FeatureDPStackingClassifier,
     FeatureDPStackingRegressor,
@@ -34,6 +35,9 @@ ESTIMATORS = [
     DPSGDFClassifier(epsilon=50.0, epsilon_mean=1.0, delta=1e-9, epochs=5, accountant="rdp",
                      random_state=0),
     PrivateMeanCenterer(epsilon=50.0, delta=1e-9, random_state=0),
+    # Column 0 protected; bounds wide enough for the checks' data (nothing clipped).
+    FeatureDPPCA(private_features=[0], row_norm_bounds=1000.0, epsilon=50.0, delta=1e-9,
+                 random_state=0),
     # Data-independent: one (low, high) pair for every column of any check's data.
     BoundedScaler((-10.0, 10.0)),
     # Without public_mask every record is private: NoisyGD (the ablation

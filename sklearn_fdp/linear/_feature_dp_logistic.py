@@ -25,7 +25,9 @@ from .._budget import (
     dpsgd_schedule,
     resolve_public_batch_size,
 )
+from .._distributed import partitioned_labels, use_cluster
 from .._docs import fill_doc
+from .._outofcore import is_dask_array, training_dtype
 from .._engine import LinearGradientOracle, LinearLoss, run_dp_sgd, split_theta
 from .._mechanisms.fdp import (
     PUBLIC_LOSSES,
@@ -606,7 +608,12 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
             e.g. at a huge ``learning_rate``); an earlier fit is kept.
         """
         check_label_in_spec(self, X, y)
-        X, classes, y_index = validate_linear_data(self, X, y)
+        if use_cluster(X) and self._statistic_method(X, feature_names):
+            # Label DP on a dask.distributed cluster: the statistic and every pass of
+            # the L-BFGS post-processing are sums over the partitions, where they live.
+            X, classes, y_index = partitioned_labels(self, X, y)
+        else:
+            X, classes, y_index = validate_linear_data(self, X, y)
         n_samples, n_features = X.shape
         name = type(self).__name__
         check_delta_vs_n(self.delta, n_samples, name)
@@ -618,7 +625,10 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         # (Algorithm 1's private padding too: alg1_oracles decides that).
         gens = spawn_generators(self.random_state, 4, noise=self.noise,
                                 private_streams=(_SAMPLE, _NOISE))
-        run = _METHOD_RUNS[method](self, X, loss.encode(y_index), loss, plan, gens)
+        targets = (y_index.map_blocks(loss.encode, dtype=np.float64 if loss.n_outputs == 1
+                                      else np.intp)
+                   if is_dask_array(y_index) else loss.encode(y_index))
+        run = _METHOD_RUNS[method](self, X, targets, loss, plan, gens)
         # A check of the released (DP) parameters only: post-processing, free.
         if not np.all(np.isfinite(run.theta)):
             raise ValueError(
@@ -631,7 +641,8 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
             )
         theta = unscale_weights(run.theta, run.public_scale, n_features)
         # n_iter_: the L-BFGS iterations for the statistic, else the steps.
-        self._store_linear(*split_theta(theta, self.fit_intercept, X.dtype), classes, plan,
+        self._store_linear(*split_theta(theta, self.fit_intercept, training_dtype(X.dtype, name)),
+                           classes, plan,
                            run.learning_rate, n_iter=run.n_iter)
         self.method_ = method
         self.feature_names_ = names
@@ -645,6 +656,15 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         self.max_grad_norm_ = run.max_grad_norm
         self.l2_regularization_ = run.l2_regularization
         return self
+
+    def _statistic_method(self, X, feature_names):
+        """Whether a fit on ``X`` releases the label statistic (public settings only)."""
+        n_features = int(X.shape[1])
+        names = spec_feature_names(self, n_features, feature_names)
+        public_mask = resolve_feature_spec(self.public_features, self.private_features,
+                                           n_features, names, type(self).__name__,
+                                           label_public=self.label_public)
+        return _resolve_method(self, public_mask) == "sufficient_statistic"
 
     def privacy_plan(self, n_samples: int, n_features: int, *,
                      feature_names: ArrayLike | None = None) -> PrivacyPlan:
