@@ -59,7 +59,7 @@ Results (in ``benchmarks/results/``): ``speed.json``, ``speed.md``, ``speed_b.js
 Quoted in (the sections whose figures come from these files):
 
 * docs/results.md § "Speed of the whole `fit`, warm and cold"
-* docs/scale.md § "3. Wide sparse data and threads"
+* docs/scale.md § "4. Wide sparse data and threads"
 * docs/user_guide.md § "3. Accounting"
 """
 

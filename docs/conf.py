@@ -130,6 +130,7 @@ API_SECTIONS = [
     ("Linear models", "sklearn_fdp.linear", None),
     ("Neural networks", "sklearn_fdp.neural", None),
     ("Preprocessing", "sklearn_fdp.preprocessing", None),
+    ("Decomposition", "sklearn_fdp.decomposition", None),
     ("Pipelines", "sklearn_fdp.pipeline", None),
     ("Model selection", "sklearn_fdp.model_selection", None),
     ("Protected and public features", "sklearn_fdp.features", None),

@@ -65,6 +65,7 @@ __all__ = [
     "should_stream",
     "squared_row_norms",
     "take_rows",
+    "training_dtype",
     "validate_row_source",
 ]
 
@@ -113,7 +114,7 @@ def is_row_source(X):
     return isinstance(X, (RowSource, _ColumnView))
 
 
-def _training_dtype(dtype, estimator_name):
+def training_dtype(dtype, estimator_name):
     """The dtype ``check_array(dtype=[float64, float32])`` would give ``X``."""
     dtype = np.dtype(dtype)
     if dtype in _FLOAT_DTYPES:
@@ -705,7 +706,7 @@ def as_row_source(X, estimator_name="estimator", release_bytes=None):
             f"Found array with {n_features} feature(s) (shape={X.shape!r}) while a minimum "
             f"of 1 is required by {estimator_name}."
         )
-    dtype = _training_dtype(X.dtype, estimator_name)
+    dtype = training_dtype(X.dtype, estimator_name)
     if isinstance(X, np.memmap):
         return MemmapRowSource(X, dtype, release_bytes=release_bytes)
     if is_dask_array(X):

@@ -42,11 +42,19 @@ def _protected_set(est):
     return plan_of(est).protected_set
 
 
-def _common_protected(estimators):
-    """Intersection of the protected sets (None: whole records for every step)."""
+def _common_protected(estimators, final=None, final_inputs=None):
+    """Intersection of the protected sets (None: whole records for every step).
+
+    ``final_inputs``: the pipeline input columns the last step ``final``
+    protects, traced back through the steps before it; they stand for its
+    own columns (named in its input, e.g. a FeatureDPPCA's outputs).
+    """
     common = None
     for est in estimators:
         attrs = _protected_set(est)
+        if est is final and final_inputs is not None and attrs is not None:
+            own = set(plan_of(est).protected_features)
+            attrs = (attrs - own) | set(final_inputs)
         if attrs is not None:
             common = attrs if common is None else common & attrs
     return common
@@ -411,7 +419,8 @@ def privacy_report(estimator, delta=None, *, pld=True):
         unit += f"; pipeline input columns protected: [{shown}]"
     if len({c for c, _ in units}) > 1:
         unit += " (the narrowest unit protected by every private step)"
-    common = _common_protected([e for _, e in private])
+    common = _common_protected([e for _, e in private], _final_step(estimator),
+                               protected_inputs)
     if private and common is not None and not common:
         warnings_.append(
             "no attribute is protected by every private step (e.g. one step protects "

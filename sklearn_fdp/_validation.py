@@ -18,7 +18,7 @@ from sklearn.base import _fit_context
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import Interval as _SklearnInterval
-from sklearn.utils._param_validation import StrOptions
+from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.metadata_routing import _routing_enabled, process_routing
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
@@ -37,6 +37,7 @@ from .exceptions import PrivacyLeakWarning
 
 __all__ = [
     "DELTA_CONSTRAINT",
+    "HasMethods",
     "NEIGHBORING_CONSTRAINT",
     "Interval",
     "LinearClassifierMixin",

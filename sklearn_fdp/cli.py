@@ -69,6 +69,8 @@ MODELS = {
     "fdp-mlp": "MLPFeatureDP",
 }
 FDP_MODELS = ("fdp-logreg", "fdp-mlp")
+# --public-model: a public estimator under the feature-DP model (issue 34).
+PUBLIC_MODELS = {"none": None, "hgb": "HistGradientBoostingClassifier"}
 
 # Functions the CLI puts into the pipelines it writes: the only functions a
 # model file may name. They live in sklearn_fdp.preprocessing._tabular (the schema
@@ -184,6 +186,11 @@ def _build_parser():
                          "column is protected. Give --private or --public, not both")
     tr.add_argument("--label-public", action="store_true",
                     help="treat the label as public (feature-DP models; default: protected)")
+    tr.add_argument("--public-model", choices=list(PUBLIC_MODELS), default="none",
+                    help="hgb: a HistGradientBoostingClassifier on the public columns and "
+                         "label (free under feature DP), whose out-of-fold score is a public "
+                         "input of the fdp-logreg model (FeatureDPStackingClassifier; needs "
+                         "--label-public). Default: %(default)s")
     tr.add_argument("--drop", type=_names, default=[], metavar="COLS",
                     help="comma-separated columns to ignore")
     tr.add_argument("--categories", action="append", default=[], metavar="COL=A|B|C",
@@ -622,9 +629,30 @@ def _make_estimator(args, private_outputs):
         params["max_grad_norm"] = args.max_grad_norm
     if args.epochs is not None:
         params["epochs"] = args.epochs
+    if args.public_model != "none":
+        return _stacked_estimator(args, cls(**params), private_outputs)
     if args.model in FDP_MODELS:
         params.update(private_features=private_outputs, label_public=args.label_public)
     return cls(**params)
+
+
+def _stacked_estimator(args, final, private_outputs):
+    """``--public-model``: the fdp-logreg model on top of a public estimator."""
+    import sklearn.ensemble
+
+    import sklearn_fdp
+
+    if args.model != "fdp-logreg" or not args.label_public:
+        raise CLIError(
+            f"--public-model {args.public_model} fits a model on the public columns and the "
+            "label, so it needs --model fdp-logreg and --label-public; got --model "
+            f"{args.model}{'' if args.label_public else ' without --label-public'}. Add "
+            "--label-public if the label is public, or drop --public-model.")
+    budget = {k: final.get_params()[k] for k in ("epsilon", "delta", "random_state")}
+    public = getattr(sklearn.ensemble, PUBLIC_MODELS[args.public_model])()
+    return sklearn_fdp.FeatureDPStackingClassifier(
+        public, final.set_params(random_state=None), private_features=private_outputs,
+        **budget)
 
 
 class _ProgressBar:
@@ -779,8 +807,9 @@ def _train_phases(args, phase):
     print(f"trained {type(est).__name__} on {len(y)} rows, {len(outputs)} columns "
           f"({sum(len(v) for v in outputs.values())} features)")
     print(f"protected: {protected or 'no feature'}; label {label}")
+    steps = getattr(getattr(est, "final_estimator_", est), "steps_", None)  # stacked: its own
     print(f"epsilon spent {est.epsilon_:.4g} at delta {est.delta_:g} "
-          f"(noise multiplier {est.noise_multiplier_:.4g}, {est.steps_} steps)")
+          f"(noise multiplier {est.noise_multiplier_:.4g}, {steps} steps)")
     print(f"saved to {args.out}")
     return 0
 
@@ -825,6 +854,9 @@ def _save(model, path):
 # estimators the CLI writes (scikit-learn 1.6 keeps a ColumnTransformer's
 # remainder columns in this list subclass; later releases a plain list).
 _SKLEARN_CONTAINERS = frozenset({"sklearn.compose._column_transformer._RemainderColsList"})
+# What a fitted --public-model holds besides estimators (the trees of gradient boosting).
+_SKLEARN_PUBLIC_MODEL_PARTS = frozenset(
+    {"sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor"})
 
 
 def _trusted(name):
@@ -848,7 +880,8 @@ def _trusted(name):
 
         from ._plan import DPSGDSchedule, PrivacyPlan  # a fit's privacy_plan_
 
-        return issubclass(obj, BaseEstimator) or obj in (PrivacyPlan, DPSGDSchedule)
+        return (issubclass(obj, BaseEstimator) or obj in (PrivacyPlan, DPSGDSchedule)
+                or name in _SKLEARN_PUBLIC_MODEL_PARTS)
     if root == "dp_accounting":
         from dp_accounting import dp_event
 

@@ -847,3 +847,30 @@ def test_train_at_epsilon_1e300_prints_no_numpy_warning(data, capsys):
     captured = capsys.readouterr()
     assert "invalid value" not in captured.err and "RuntimeWarning" not in captured.err
     assert "epsilon spent" in captured.out
+
+
+# -- --public-model (issue 34) ---------------------------------------------------------------
+
+
+def test_public_model_hgb_round_trip(data, capsys):
+    tmp, train, test = data
+    out = tmp / "stacked.skops"
+    assert _train(train, out, "--public-model", "hgb", "--label-public") == 0
+    text = capsys.readouterr().out
+    assert "FeatureDPStackingClassifier" in text and "steps" in text
+    model = _load(str(out))  # the CLI's own loader trusts the boosted trees
+    est = model[-1]
+    assert type(est).__name__ == "FeatureDPStackingClassifier"
+    assert type(est.public_estimator_).__name__ == "HistGradientBoostingClassifier"
+    assert est.final_estimator_.epochs == 2 and est.epsilon_ <= float(EPS)
+    assert main(["evaluate", str(out), test, "--target", "y"]) == 0
+    assert "accuracy" in capsys.readouterr().out
+    assert main(["report", str(out)]) == 0
+    assert "HistGradientBoostingClassifier" in capsys.readouterr().out
+
+
+def test_public_model_needs_a_public_label(data, capsys):
+    tmp, train, _ = data
+    assert _train(train, tmp / "m.skops", "--public-model", "hgb") == 2
+    err = capsys.readouterr().err
+    assert "--public-model hgb" in err and "--label-public" in err

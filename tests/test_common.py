@@ -11,7 +11,10 @@ from sklearn_fdp import (
     DPSGDRegressor,
     FeatureDPLinearRegression,
     FeatureDPLogisticRegression,
+    FeatureDPPCA,
     FeatureDPSGDRegressor,
+    FeatureDPStackingClassifier,
+    FeatureDPStackingRegressor,
     PrivateMeanCenterer,
 )
 from sklearn_fdp.model_selection import PrivateRandomizedSearchCV
@@ -32,6 +35,9 @@ ESTIMATORS = [
     DPSGDFClassifier(epsilon=50.0, epsilon_mean=1.0, delta=1e-9, epochs=5, accountant="rdp",
                      random_state=0),
     PrivateMeanCenterer(epsilon=50.0, delta=1e-9, random_state=0),
+    # Column 0 protected; bounds wide enough for the checks' data (nothing clipped).
+    FeatureDPPCA(private_features=[0], row_norm_bounds=1000.0, epsilon=50.0, delta=1e-9,
+                 random_state=0),
     # Data-independent: one (low, high) pair for every column of any check's data.
     BoundedScaler((-10.0, 10.0)),
     # Without public_mask every record is private: NoisyGD (the ablation
@@ -45,6 +51,15 @@ ESTIMATORS = [
     # Column 0 and the target private (Algorithm 1's label-free squared-loss split).
     FeatureDPSGDRegressor(private_features=[0], y_bounds=(-1e4, 1e4), epsilon=50.0, delta=1e-9,
                           epochs=5, accountant="rdp", random_state=0),
+    # Column 0 protected, the public model on the others (none: the final model alone);
+    # two folds keep the cross-fitting possible on the checks' tiny data sets.
+    FeatureDPStackingClassifier(
+        private_features=[0], cv=2, epsilon=50.0, delta=1e-9, accountant="rdp",
+        final_estimator=FeatureDPLogisticRegression(epochs=5), random_state=0),
+    # y_bounds and row_norm_bounds wide enough for the checks' data (nothing clipped).
+    FeatureDPStackingRegressor(private_features=[0], cv=2, y_bounds=(-1000.0, 1000.0),
+                               row_norm_bounds=1000.0, epsilon=50.0, delta=1e-9,
+                               random_state=0),
     # The search takes its sparse tag from its estimator (issue 22 item 6).
     PrivateRandomizedSearchCV(
         DPSGDClassifier(epsilon=50.0, delta=1e-9, epochs=5, accountant="rdp"),

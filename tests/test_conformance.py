@@ -36,6 +36,8 @@ from sklearn_fdp import (
     FeatureDPLinearRegression,
     FeatureDPLogisticRegression,
     FeatureDPSGDRegressor,
+    FeatureDPStackingClassifier,
+    FeatureDPStackingRegressor,
     PrivateMeanCenterer,
 )
 from sklearn_fdp.model_selection import PrivateRandomizedSearchCV
@@ -63,6 +65,14 @@ def _make(name):
     if name == "FeatureDPLinearRegression":
         return FeatureDPLinearRegression(private_features=["sex", "race"], y_bounds=(0.0, 1.0),
                                          epsilon=20.0, delta=1e-6, random_state=0)
+    if name == "FeatureDPStackingClassifier":  # the default public model (boosting)
+        return FeatureDPStackingClassifier(
+            final_estimator=FeatureDPLogisticRegression(epochs=2), cv=3,
+            private_features=["sex", "race"], epsilon=20.0, delta=1e-6, accountant="rdp",
+            random_state=0)
+    if name == "FeatureDPStackingRegressor":
+        return FeatureDPStackingRegressor(private_features=["sex", "race"], y_bounds=(0.0, 1.0),
+                                          cv=3, epsilon=20.0, delta=1e-6, random_state=0)
     if name == "DPSGDFClassifier":
         return DPSGDFClassifier(epsilon=20.0, epsilon_mean=1.0, delta=1e-6, epochs=2,
                                 accountant="rdp", random_state=0)
@@ -99,6 +109,8 @@ NAMES = [
     "DPSGDClassifier",
     "FeatureDPLogisticRegression",
     "FeatureDPLinearRegression",
+    "FeatureDPStackingClassifier",
+    "FeatureDPStackingRegressor",
     "DPSGDFClassifier",
     "AdaMixClassifier",
     "DPSGDRegressor",
@@ -275,6 +287,13 @@ def test_pickle_round_trip(frame, fitted, name):
 
 # The planning contract's records, kept by every private estimator as privacy_plan_.
 PLAN_TYPES = {"sklearn_fdp._plan.PrivacyPlan", "sklearn_fdp._plan.DPSGDSchedule"}
+# What the stacked estimators' fitted public model (gradient boosting) holds.
+PUBLIC_MODEL_TYPES = {
+    "sklearn.ensemble._hist_gradient_boosting.gradient_boosting.HistGradientBoostingClassifier",
+    "sklearn.ensemble._hist_gradient_boosting.gradient_boosting.HistGradientBoostingRegressor",
+    "sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor",
+    "sklearn.ensemble._hist_gradient_boosting.binning._BinMapper",
+}
 
 
 def _expected_untrusted(est):
@@ -283,6 +302,9 @@ def _expected_untrusted(est):
     nested = est.get_params(deep=True).values()
     public |= {f"{type(v).__module__}.{type(v).__qualname__}" for v in nested
                if isinstance(v, BaseEstimator)}
+    final = getattr(est, "final_estimator_", None)  # the stacked estimators' final model
+    if final is not None:
+        public.add(f"{type(final).__module__}.{type(final).__qualname__}")
     return public
 
 
@@ -295,7 +317,9 @@ def test_skops_round_trip(frame, fitted, name):
     own = _expected_untrusted(est)
     for type_name in untrusted:
         assert (type_name in own or type_name.startswith("dp_accounting.dp_event.")
-                or type_name in PLAN_TYPES), f"unexpected untrusted type {type_name}"
+                or type_name in PLAN_TYPES
+                or (hasattr(est, "public_estimator_") and type_name in PUBLIC_MODEL_TYPES)), \
+            f"unexpected untrusted type {type_name}"
     assert own <= set(untrusted)
     for type_name in own:  # each is a public sklearn_fdp estimator
         assert getattr(sklearn_fdp, type_name.rsplit(".", 1)[1], None) is not None or (
@@ -368,7 +392,8 @@ def test_feature_names_in(fitted, name):
 @pytest.mark.parametrize("name", [n for n in NAMES if getattr(n, "values", [n])[0]
                                   not in ("FeatureDPLogisticRegression", "MLPFeatureDP",
                                           "FeatureDPSGDRegressor", "FeatureDPLinearRegression",
-                                          "MLPFeatureDPRegressor")])
+                                          "MLPFeatureDPRegressor", "FeatureDPStackingClassifier",
+                                          "FeatureDPStackingRegressor")])
 def test_no_feature_names_from_an_array(frame, name):
     # (The estimators above are configured by column names here.)
     X, y = frame

@@ -36,6 +36,8 @@ from sklearn_fdp import (
     FeatureDPLinearRegression,
     FeatureDPLogisticRegression,
     FeatureDPSGDRegressor,
+    FeatureDPStackingClassifier,
+    FeatureDPStackingRegressor,
     PrivateMeanCenterer,
 )
 from sklearn_fdp.exceptions import FdpWarning
@@ -57,6 +59,11 @@ ESTIMATORS = {
     "DPSGDRegressor": DPSGDRegressor(y_bounds=(0.0, 1.0), random_state=0),
     "FeatureDPSGDRegressor": FeatureDPSGDRegressor(private_features=[0], y_bounds=(0.0, 1.0),
                                                    random_state=0),
+    "FeatureDPStackingClassifier": FeatureDPStackingClassifier(private_features=[0],
+                                                               random_state=0),
+    "FeatureDPStackingRegressor": FeatureDPStackingRegressor(private_features=[0],
+                                                             y_bounds=(0.0, 1.0),
+                                                             random_state=0),
 }
 try:  # MLPFeatureDP needs the optional torch extra
     import torch  # noqa: F401

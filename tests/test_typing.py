@@ -25,7 +25,8 @@ PUBLIC_METHODS = ("__init__", "fit", "predict", "predict_proba", "predict_log_pr
 def _estimators():
     names = ["AdaMixClassifier", "DPSGDClassifier", "DPSGDFClassifier",
              "FeatureDPLogisticRegression", "FeatureDPLinearRegression", "PrivateMeanCenterer",
-             "DPSGDRegressor", "FeatureDPSGDRegressor"]
+             "DPSGDRegressor", "FeatureDPSGDRegressor", "FeatureDPStackingClassifier",
+             "FeatureDPStackingRegressor"]
     classes = [getattr(sklearn_fdp, n) for n in names]
     from sklearn_fdp.model_selection import PrivateRandomizedSearchCV
 

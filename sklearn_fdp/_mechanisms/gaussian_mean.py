@@ -18,6 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import accounting
+from .._distributed import tree_reduce, use_cluster, validate_partition
 from .._outofcore import iter_row_blocks, map_rows
 from .._random import secure_if
 
@@ -113,17 +114,35 @@ def bounded_row_sum(X, bound, row_scaling=None, *, centre=None):
     the sum by at most ``bound`` in L2. One pass over the row blocks of
     ``X``, each block's column sums added in order.
     """
+    if use_cluster(X):  # summed where the partitions live, in the same blocks
+        return tree_reduce(partition_row_sum, X, None, (bound, row_scaling, centre),
+                           what="the bounded row sum")[0]
     total = None
     for _, block in iter_row_blocks(X):
-        rows = block if centre is None else np.asarray(block, dtype=np.float64) - centre
-        if row_scaling is None:
-            rows = np.asarray(rows, dtype=np.float64)
-        else:
-            rows = apply_row_factors(rows, row_scale_factors(rows, bound, row_scaling),
-                                     rows.dtype)
-        part = rows.sum(axis=0, dtype=np.float64)
+        part = _block_row_sum(block, bound, row_scaling, centre)
         total = part if total is None else total + part
     return total
+
+
+def _block_row_sum(block, bound, row_scaling, centre):
+    """``Σ b(x_i - centre)`` over one block of rows (float64)."""
+    rows = block if centre is None else np.asarray(block, dtype=np.float64) - centre
+    if row_scaling is None:
+        rows = np.asarray(rows, dtype=np.float64)
+    else:
+        rows = apply_row_factors(rows, row_scale_factors(rows, bound, row_scaling), rows.dtype)
+    return rows.sum(axis=0, dtype=np.float64)
+
+
+def partition_row_sum(X, _y, bound, row_scaling, centre, name="PrivateMeanCenterer"):
+    """One partition's ``(Σ b(x_i - centre), n_rows)``, on a worker: validated as in
+    memory, then summed over the blocks of :func:`bounded_row_sum` (the partition's
+    own :func:`~sklearn_fdp._outofcore.iter_row_blocks`)."""
+    X, _ = validate_partition(X, None, name, accept_sparse=False)
+    total = np.zeros(X.shape[1])
+    for _, block in iter_row_blocks(X):
+        total = total + _block_row_sum(block, bound, row_scaling, centre)
+    return total, X.shape[0]
 
 
 class GaussianMean(NamedTuple):

@@ -127,6 +127,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
+from .._distributed import tree_reduce, use_cluster, validate_partition
 from .._outofcore import row_slice
 from .gaussian_mean import row_scale_factors
 
@@ -240,7 +241,8 @@ def _triu_size(d):
 
 
 def statistic_layout(public_mask, *, fit_intercept, label_public, public_bound, private_bound,
-                     neighboring, residual_bound=RESIDUAL_BOUND, qp_basis=None):
+                     neighboring, residual_bound=RESIDUAL_BOUND, qp_basis=None, target=True,
+                     qp_weight=None):
     """The public layout of the release (see the module docstring for the numbers).
 
     Parameters
@@ -260,6 +262,13 @@ def statistic_layout(public_mask, *, fit_intercept, label_public, public_bound, 
         ``QP`` block is released as ``X_QᵀX~_P V_k`` (``d_Q k`` entries, the
         same sensitivity, weight × :data:`QP_PROJECTED_WEIGHT` in place of
         :data:`QP_WEIGHT`); None: the whole ``X_QᵀX~_P``.
+    target : bool, default=True
+        False: no target (``FeatureDPPCA``'s covariance): only ``QP`` and
+        ``QQ`` are released (``label_public`` is then ignored).
+    qp_weight : float or None, default=None
+        The ``QP`` block's weight relative to the variance-optimal rule
+        (None: :data:`QP_WEIGHT`, or :data:`QP_PROJECTED_WEIGHT` with
+        ``qp_basis``; those were chosen for the regression's solver).
 
     Returns
     -------
@@ -274,6 +283,9 @@ def statistic_layout(public_mask, *, fit_intercept, label_public, public_bound, 
     rank = d_p1 if qp_basis is None else qp_basis.shape[1]
     sizes = {"QP": d_q * rank, "QQ": _triu_size(d_q), "Qy": 0 if label_public else d_q,
              "Qr": d_q if label_public else 0, "Py": 0 if label_public else d_p1}
+    if not target:
+        label_public = True  # nothing of a target is released (nor summed: no Qr)
+        sizes.update(Qy=0, Qr=0, Py=0)
     add_remove = {"QP": b_q * p, "QQ": b_q * b_q, "Qy": b_q, "Qr": b_q * float(residual_bound),
                   "Py": p}
     factor = {"QP": 2.0, "QQ": math.sqrt(2.0), "Qy": 2.0, "Qr": 2.0, "Py": 2.0} if replace \
@@ -286,7 +298,9 @@ def statistic_layout(public_mask, *, fit_intercept, label_public, public_bound, 
     target = 2.0 if replace else 1.0
     raw = {k: math.sqrt(math.sqrt(appears[k] * sizes[k]) / sens[k]) for k in sens}
     if "QP" in raw:
-        raw["QP"] *= QP_WEIGHT if qp_basis is None else QP_PROJECTED_WEIGHT
+        if qp_weight is None:
+            qp_weight = QP_WEIGHT if qp_basis is None else QP_PROJECTED_WEIGHT
+        raw["QP"] *= qp_weight
     if "Qr" in raw:
         raw["Qr"] *= QR_WEIGHT
     total = math.sqrt(math.fsum((raw[k] * sens[k]) ** 2 for k in sens))
@@ -393,6 +407,83 @@ def _chunk_rows(n_columns):
     return max(256, CHUNK_BYTES // (8 * max(1, n_columns)))
 
 
+def _dense_float64(rows):
+    """A chunk of rows (ndarray or CSR) as a dense float64 array."""
+    rows = rows.toarray() if sp.issparse(rows) else rows
+    return np.asarray(rows, dtype=np.float64)
+
+
+def _statistic_chunk(rows, y, layout, y_bounds):
+    """One chunk's ``ZᵀZ``, its clipped-target and clipped-public-row counts, and its
+    rows' clip factors ``(f_P, f_Q)``: what :func:`sufficient_statistics` adds up, in
+    memory and per partition of a cluster (:func:`partition_statistics`) alike."""
+    centre, half = target_map(y_bounds, layout.fit_intercept)
+    lo, hi = float(y_bounds[0]), float(y_bounds[1])
+    d_p, d_q = len(layout.public_idx), len(layout.private_idx)
+    d_p1 = d_p + int(layout.fit_intercept)
+    rows = _dense_float64(rows)
+    Z = np.empty((rows.shape[0], d_p1 + d_q + 1))
+    block = rows[:, layout.public_idx]
+    f_pub = _clip_factors(block, layout.public_bound)
+    np.multiply(block, f_pub[:, None], out=Z[:, :d_p])
+    if layout.fit_intercept:
+        Z[:, d_p] = 1.0
+    block = rows[:, layout.private_idx]
+    f_priv = _clip_factors(block, layout.private_bound)
+    np.multiply(block, f_priv[:, None], out=Z[:, d_p1:d_p1 + d_q])
+    if y is None:  # no target (FeatureDPPCA): its column stays zero
+        n_clipped, Z[:, -1] = 0, 0.0
+    else:
+        n_clipped = int(np.count_nonzero((y < lo) | (y > hi)))
+        Z[:, -1] = _mapped_target(y, lo, hi, centre, half)
+    # Counted for the warning only past a rounding slack: a row on the declared
+    # bound (the schema's constant factor, one rounding unit above) is clipped
+    # all the same, but is not "above the bound" (issue 32).
+    n_public_clipped = int(np.count_nonzero(f_pub < 1.0 - CLIP_WARNING_SLACK))
+    return Z.T @ Z, n_clipped, n_public_clipped, f_pub, f_priv
+
+
+def _residual_chunk(rows, y, f_pub, f_priv, layout, y_bounds, coef, offset, r_min):
+    """One chunk's ``Σ q_i r_i`` over the residuals ``|r_i| <= r_min`` (all columns; the
+    protected ones are kept) and its tail: ``(part, tail_r, tail_q)``, the residuals
+    above ``r_min`` and those rows' clipped protected blocks."""
+    centre, half = target_map(y_bounds, layout.fit_intercept)
+    lo, hi = float(y_bounds[0]), float(y_bounds[1])
+    rows = _dense_float64(rows)
+    yc = _mapped_target(y, lo, hi, centre, half)
+    r = yc - (f_pub * (rows @ coef) + offset)
+    tail = np.abs(r) > r_min
+    tail_r = tail_q = None
+    if tail.any():
+        tail_r = r[tail]
+        tail_q = rows[np.ix_(tail, layout.private_idx)] * f_priv[tail][:, None]
+        r = np.where(tail, 0.0, r)
+    return rows.T @ (f_priv * r), tail_r, tail_q
+
+
+def _statistics_from_sum(S, n_clipped, n_public_clipped, layout):
+    """The :class:`Statistics` blocks of the summed ``ZᵀZ`` (symmetrised)."""
+    d_p1 = len(layout.public_idx) + int(layout.fit_intercept)
+    d_q = len(layout.private_idx)
+    S = (S + S.T) / 2.0
+    q = slice(d_p1, d_p1 + d_q)
+    return S, Statistics(S[:d_p1, :d_p1].copy(), S[q, :d_p1].copy(), S[q, q].copy(),
+                         S[q, -1].copy(), S[:d_p1, -1].copy(), n_clipped, n_public_clipped)
+
+
+def _public_model(stats, S, layout, alpha, n, n_features):
+    """``(eigen, β, r_min, coef, offset)``: the public ridge model of the exact public
+    blocks, its residual floor, and β as a coefficient vector over ``X``'s columns."""
+    d_p = len(layout.public_idx)
+    eigen = public_eigenbasis(stats.G_PP, alpha, layout.fit_intercept)
+    beta = public_ridge(stats.G_PP, stats.b_P, alpha, layout.fit_intercept, eigen)
+    r_min = residual_bound(stats.G_PP, stats.b_P, float(S[-1, -1]), beta, n)
+    coef = np.zeros(n_features)
+    coef[layout.public_idx] = beta[:d_p]
+    offset = beta[d_p] if layout.fit_intercept else 0.0
+    return eigen, beta, r_min, coef, offset
+
+
 def sufficient_statistics(X, y, layout, y_bounds, alpha=1.0, noise_multiplier=None):
     """The exact clipped blocks of :class:`Statistics`, in one pass over row chunks.
 
@@ -411,76 +502,49 @@ def sufficient_statistics(X, y, layout, y_bounds, alpha=1.0, noise_multiplier=No
     ``R`` the floor of :func:`residual_bound`); the private blocks of the
     rows whose residual exceeds that floor are kept (a few per cent) until
     ``R`` is known.
+
+    A dask array ``X`` with a ``dask.distributed`` client active is summed
+    where its partitions live (:func:`cluster_sufficient_statistics`).
     """
+    if use_cluster(X):
+        return cluster_sufficient_statistics(X, y, layout, y_bounds, alpha, noise_multiplier)
     n = X.shape[0]
-    centre, half = target_map(y_bounds, layout.fit_intercept)
-    lo, hi = float(y_bounds[0]), float(y_bounds[1])
     d_p, d_q = len(layout.public_idx), len(layout.private_idx)
-    d_p1 = d_p + int(layout.fit_intercept)
-    width = d_p1 + d_q + 1
+    width = d_p + int(layout.fit_intercept) + d_q + 1
     S = np.zeros((width, width))
-    y = np.asarray(y, dtype=np.float64)
+    y = None if y is None else np.asarray(y, dtype=np.float64)
     n_clipped = n_public_clipped = 0
     step = _chunk_rows(X.shape[1] + width)
-    residual = layout.label_public and d_q > 0
+    residual = "Qr" in layout.sizes  # a public target and protected columns
     if residual:  # the rows' clip factors, for the second pass
         f_pub, f_priv = np.ones(n), np.ones(n)
     for start in range(0, n, step):
         stop = min(n, start + step)
-        rows = row_slice(X, start, stop)
-        rows = rows.toarray() if sp.issparse(rows) else rows
-        rows = np.asarray(rows, dtype=np.float64)
-        Z = np.empty((stop - start, width))
-        block = rows[:, layout.public_idx]
-        factors = _clip_factors(block, layout.public_bound)
-        np.multiply(block, factors[:, None], out=Z[:, :d_p])
-        # Counted for the warning only past a rounding slack: a row on the declared
-        # bound (the schema's constant factor, one rounding unit above) is clipped
-        # all the same, but is not "above the bound" (issue 32).
-        n_public_clipped += int(np.count_nonzero(factors < 1.0 - CLIP_WARNING_SLACK))
+        part, clipped, public_clipped, fp, fq = _statistic_chunk(
+            row_slice(X, start, stop), None if y is None else y[start:stop], layout, y_bounds)
+        S += part
+        n_clipped += clipped
+        n_public_clipped += public_clipped
         if residual:
-            f_pub[start:stop] = factors
-        if layout.fit_intercept:
-            Z[:, d_p] = 1.0
-        block = rows[:, layout.private_idx]
-        factors = _clip_factors(block, layout.private_bound)
-        np.multiply(block, factors[:, None], out=Z[:, d_p1:d_p1 + d_q])
-        if residual:
-            f_priv[start:stop] = factors
-        yc = y[start:stop]
-        n_clipped += int(np.count_nonzero((yc < lo) | (yc > hi)))
-        Z[:, -1] = _mapped_target(yc, lo, hi, centre, half)
-        S += Z.T @ Z
-    S = (S + S.T) / 2.0
-    q = slice(d_p1, d_p1 + d_q)
-    stats = Statistics(S[:d_p1, :d_p1].copy(), S[q, :d_p1].copy(), S[q, q].copy(),
-                       S[q, -1].copy(), S[:d_p1, -1].copy(), n_clipped, n_public_clipped)
+            f_pub[start:stop], f_priv[start:stop] = fp, fq
+    S, stats = _statistics_from_sum(S, n_clipped, n_public_clipped, layout)
     if not residual:
         return stats
     # The public model (exact: public columns and target) and its residuals, clipped
     # to R >= R_min (residual_bound): rows with |r| <= R_min are summed at once,
     # the others (a few per cent) kept until R is known.
-    eigen = public_eigenbasis(stats.G_PP, alpha, layout.fit_intercept)
-    beta = public_ridge(stats.G_PP, stats.b_P, alpha, layout.fit_intercept, eigen)
-    r_min = residual_bound(stats.G_PP, stats.b_P, float(S[-1, -1]), beta, n)
-    coef = np.zeros(X.shape[1])
-    coef[layout.public_idx] = beta[:d_p]
-    offset = beta[d_p] if layout.fit_intercept else 0.0
+    eigen, beta, r_min, coef, offset = _public_model(stats, S, layout, alpha, n, X.shape[1])
     r_q = np.zeros(X.shape[1])
     tail_r, tail_q = [], []
     for start in range(0, n, step):
         stop = min(n, start + step)
-        rows = row_slice(X, start, stop)
-        rows = rows.toarray() if sp.issparse(rows) else rows
-        rows = np.asarray(rows, dtype=np.float64)
-        yc = _mapped_target(y[start:stop], lo, hi, centre, half)
-        r = yc - (f_pub[start:stop] * (rows @ coef) + offset)
-        tail = np.abs(r) > r_min
-        if tail.any():
-            tail_r.append(r[tail])
-            tail_q.append(rows[np.ix_(tail, layout.private_idx)] * f_priv[start:stop][tail, None])
-            r = np.where(tail, 0.0, r)
-        r_q += rows.T @ (f_priv[start:stop] * r)
+        part, tr, tq = _residual_chunk(row_slice(X, start, stop), y[start:stop],
+                                       f_pub[start:stop], f_priv[start:stop], layout,
+                                       y_bounds, coef, offset, r_min)
+        if tr is not None:
+            tail_r.append(tr)
+            tail_q.append(tq)
+        r_q += part
     r_q = r_q[layout.private_idx]
     bound, n_residual_clipped = r_min, 0
     if tail_r:
@@ -492,7 +556,131 @@ def sufficient_statistics(X, y, layout, y_bounds, alpha=1.0, noise_multiplier=No
                           residual_bound=bound, public_eigen=(float(alpha), *eigen))
 
 
-def residual_clip(tail, r_min, noise_multiplier, d_q):
+# -- the same statistic summed where a cluster's partitions live ----------------------
+
+def partition_statistics(X, y, layout, y_bounds, name):
+    """One partition's ``(ZᵀZ, n_clipped, n_public_clipped, n_rows)``, on a worker.
+
+    The partition is validated first with the in-memory rules
+    (:func:`~sklearn_fdp._distributed.validate_partition`: finite values, the
+    row-norm overflow bound, a finite target), then cut into the chunks of
+    :func:`sufficient_statistics` and summed with :func:`_statistic_chunk`.
+    """
+    X, y = validate_partition(X, y, name)
+    n = X.shape[0]
+    width = len(layout.public_idx) + int(layout.fit_intercept) + len(layout.private_idx) + 1
+    S = np.zeros((width, width))
+    n_clipped = n_public_clipped = 0
+    step = _chunk_rows(X.shape[1] + width)
+    for start in range(0, n, step):
+        part, clipped, public_clipped, _, _ = _statistic_chunk(
+            X[start:start + step], None if y is None else y[start:start + step], layout,
+            y_bounds)
+        S += part
+        n_clipped += clipped
+        n_public_clipped += public_clipped
+    return S, n_clipped, n_public_clipped, n
+
+
+def _partition_residual_chunks(X, y, layout, y_bounds, coef, offset, r_min):
+    """Yield :func:`_residual_chunk` of a partition's chunks (clip factors recomputed)."""
+    X = _dense_float64(X)
+    y = np.asarray(y, dtype=np.float64)
+    width = len(layout.public_idx) + int(layout.fit_intercept) + len(layout.private_idx) + 1
+    step = _chunk_rows(X.shape[1] + width)
+    for start in range(0, X.shape[0], step):
+        rows = X[start:start + step]
+        f_pub = _clip_factors(rows[:, layout.public_idx], layout.public_bound)
+        f_priv = _clip_factors(rows[:, layout.private_idx], layout.private_bound)
+        yield _residual_chunk(rows, y[start:start + step], f_pub, f_priv, layout, y_bounds,
+                              coef, offset, r_min)
+
+
+def partition_residuals(X, y, layout, y_bounds, coef, offset, r_min, keep):
+    """A partition's ``(Σ q r over |r| <= r_min, the `keep` largest tail |r|, tail size,
+    n_rows)``: the second pass, whose tail values fix ``R`` (:func:`residual_clip`)."""
+    r_q, tops, n_tail = np.zeros(X.shape[1]), [np.zeros(0)], 0
+    for part, tail_r, _ in _partition_residual_chunks(X, y, layout, y_bounds, coef, offset,
+                                                      r_min):
+        r_q += part
+        if tail_r is not None:
+            n_tail += tail_r.size
+            tops.append(_largest(np.abs(tail_r), keep))
+    return r_q, _largest(np.concatenate(tops), keep), n_tail, X.shape[0]
+
+
+def partition_residual_tail(X, y, layout, y_bounds, coef, offset, r_min, bound):
+    """A partition's ``(Σ q clip(r, ±bound) over its tail, residuals clipped, n_rows)``."""
+    total, n_residual_clipped = np.zeros(len(layout.private_idx)), 0
+    for _, tail_r, tail_q in _partition_residual_chunks(X, y, layout, y_bounds, coef, offset,
+                                                        r_min):
+        if tail_r is not None:
+            n_residual_clipped += int(np.count_nonzero(np.abs(tail_r) > bound))
+            total += tail_q.T @ np.clip(tail_r, -bound, bound)
+    return total, n_residual_clipped, X.shape[0]
+
+
+def _largest(values, k):
+    """The ``k`` largest of ``values``, in decreasing order."""
+    if k <= 0:
+        return values[:0]
+    if values.size > k:
+        values = np.partition(values, values.size - k)[values.size - k:]
+    return np.sort(values)[::-1]
+
+
+def _merge_largest(k):
+    """Combine two partial results whose second entry is a list of largest values."""
+    def merge(a, b):
+        return (a[0] + b[0], _largest(np.concatenate((a[1], b[1])), k), a[2] + b[2],
+                a[3] + b[3])
+    return merge
+
+
+def cluster_sufficient_statistics(X, y, layout, y_bounds, alpha=1.0, noise_multiplier=None):
+    """:func:`sufficient_statistics` of a dask array, summed on the cluster's workers.
+
+    Each partition's rows are clipped and summed where it lives
+    (:func:`partition_statistics`), the partial ``ZᵀZ`` added in a fixed binary
+    tree (:func:`~sklearn_fdp._distributed.tree_reduce`): only
+    ``(d + 2) × (d + 2)`` numbers per partition travel. With a public target
+    two more passes compute ``X_Qᵀ clip(r)``: the first sums the rows with
+    ``|r| <= R_min`` and brings back the ``k + 1`` largest tail residuals
+    (all :func:`residual_clip` reads to fix ``R``), the second sums the
+    tail's clipped terms. The blocks equal the in-memory ones up to the
+    order of the additions (same clipping, same chunks within a partition).
+    """
+    name = "the sufficient statistic"
+    S, n_clipped, n_public_clipped, _ = tree_reduce(
+        partition_statistics, X, y, (layout, y_bounds, name), what=name)
+    S, stats = _statistics_from_sum(S, n_clipped, n_public_clipped, layout)
+    if "Qr" not in layout.sizes:
+        return stats
+    n, d_q = X.shape[0], len(layout.private_idx)
+    eigen, beta, r_min, coef, offset = _public_model(stats, S, layout, alpha, n, X.shape[1])
+    keep = 0 if noise_multiplier is None else _tail_rank(noise_multiplier, d_q) + 1
+    r_q, top, n_tail, _ = tree_reduce(
+        partition_residuals, X, y, (layout, y_bounds, coef, offset, r_min, keep), what=name,
+        combine=_merge_largest(keep))
+    r_q = r_q[layout.private_idx]
+    bound, n_residual_clipped = r_min, 0
+    if n_tail:
+        bound = residual_clip(top, r_min, noise_multiplier, d_q, n_tail=n_tail)
+        tail_sum, n_residual_clipped, _ = tree_reduce(
+            partition_residual_tail, X, y, (layout, y_bounds, coef, offset, r_min, bound),
+            what=name)
+        r_q = r_q + tail_sum
+    return stats._replace(beta=beta, r_Q=r_q, n_residual_clipped=n_residual_clipped,
+                          residual_bound=bound, public_eigen=(float(alpha), *eigen))
+
+
+def _tail_rank(noise_multiplier, d_q):
+    """``k = ⌊RESIDUAL_CLIP_RATE σ √d_Q⌋`` of :func:`residual_clip` (capped for σ = ∞)."""
+    allowed = RESIDUAL_CLIP_RATE * float(noise_multiplier) * math.sqrt(d_q)
+    return int(min(math.floor(allowed), 2**31)) if math.isfinite(allowed) else 2**31
+
+
+def residual_clip(tail, r_min, noise_multiplier, d_q, n_tail=None):
     """``R``: at least ``r_min``, at most :data:`RESIDUAL_BOUND`, and clipping at most
     ``k = ⌊RESIDUAL_CLIP_RATE · σ · √d_Q⌋`` residuals (``tail``: the ``|r_i|``
     above ``r_min``; σ ``noise_multiplier``, None: ``R = r_min``).
@@ -507,9 +695,10 @@ def residual_clip(tail, r_min, noise_multiplier, d_q):
     if noise_multiplier is None:
         return float(r_min)
     allowed = RESIDUAL_CLIP_RATE * float(noise_multiplier) * math.sqrt(d_q)
-    if not allowed < tail.size:  # (also an infinite rate)
+    if not allowed < (tail.size if n_tail is None else n_tail):  # (also an infinite rate)
         return float(r_min)
     k = math.floor(allowed)
+    # (With n_tail given, ``tail`` holds at least the k + 1 largest of the n_tail.)
     kth = float(np.partition(tail, tail.size - 1 - k)[tail.size - 1 - k])  # the (k+1)-th largest
     return float(min(RESIDUAL_BOUND, max(r_min, kth)))
 

@@ -13,6 +13,8 @@ _LAZY = {
     "DPSGDRegressor": "._dpsgd_regressor",
     "FeatureDPSGDRegressor": "._feature_dp_sgd_regressor",
     "FeatureDPLinearRegression": "._feature_dp_linear",
+    "FeatureDPStackingClassifier": "._stacking",
+    "FeatureDPStackingRegressor": "._stacking",
 }
 
 __all__ = [
@@ -23,6 +25,8 @@ __all__ = [
     "DPSGDRegressor",
     "FeatureDPSGDRegressor",
     "FeatureDPLinearRegression",
+    "FeatureDPStackingClassifier",
+    "FeatureDPStackingRegressor",
 ]
 
 

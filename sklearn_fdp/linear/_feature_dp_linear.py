@@ -20,6 +20,7 @@ from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._budget import calibrate_dpsgd
+from .._distributed import check_partitioned, use_cluster
 from .._docs import fill_doc
 from .._mechanisms.linear_statistics import (
     SOLVERS,
@@ -28,6 +29,7 @@ from .._mechanisms.linear_statistics import (
     statistic_layout,
     target_map,
 )
+from .._outofcore import training_dtype
 from .._plan import DPSGDSchedule, feature_plan
 from .._random import NOISE_OPTIONS, spawn_generators
 from .._validation import (
@@ -89,6 +91,48 @@ def _check_row_norm_bounds(est, n_public, n_private):
                 "bounds: declare its bounds).")
         bounds.append(bound)
     return bounds[0], bounds[1]
+
+
+def check_budget_given(est):
+    """Raise unless ``est`` has ``epsilon`` or ``noise_multiplier``."""
+    if est.epsilon is None and est.noise_multiplier is None:
+        raise ValueError(
+            f"{type(est).__name__}: give `epsilon` (the budget; σ is calibrated to it) or "
+            "`noise_multiplier` (ε is then computed); both are None.")
+
+
+def calibrate_one_release(est, n_samples):
+    """``(schedule, σ, event, ε, accountant)`` of one Gaussian release of a statistic.
+
+    ``est`` has ``epsilon``, ``noise_multiplier``, ``delta``, ``accountant`` and
+    ``neighboring``. A DP-SGD step at sampling rate 1; ``accountant="auto"``:
+    its exact (ε, δ) curve in closed form, ``event`` None (no accountant to
+    import; the DpEvent, whose classes take a cold process ~13 ms to load, is
+    built when asked: :func:`one_release_event`).
+    """
+    check_budget_given(est)
+    schedule = DPSGDSchedule(batch_size=n_samples, sampling_rate=1.0, steps=1)
+    if est.accountant == "auto":
+        sigma, spent = accounting.gaussian_sigma_and_epsilon(
+            est.epsilon, est.delta, noise_multiplier=est.noise_multiplier,
+            neighboring=est.neighboring)
+        return schedule, sigma, None, spent, "analytic"
+    sigma, event, spent, accountant = calibrate_dpsgd(est, 1.0, 1)
+    return schedule, sigma, event, spent, accountant
+
+
+def one_release_event(event, sigma, delta, neighboring):
+    """``event``, or (None) the Gaussian release's DpEvent of noise multiplier σ."""
+    if event is None:
+        event = accounting.gaussian_release(None, delta, noise_multiplier=sigma,
+                                            neighboring=neighboring)[1]
+    return event
+
+
+def column_names(columns, feature_names):
+    """The names of ``columns`` (``"x<i>"`` without ``feature_names``)."""
+    return ([f"x{int(i)}" for i in columns] if feature_names is None
+            else [str(feature_names[int(i)]) for i in columns])
 
 
 def _layout_details(layout, sigma):
@@ -392,9 +436,13 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         """
         name = type(self).__name__
         check_label_in_spec(self, X, y)
-        X, y = validate_numeric_data(self, X, y, accept_sparse="csr",
-                                     dtype=[np.float64, np.float32], order="C", y_numeric=True)
-        check_row_norms_finite(X, name)
+        if use_cluster(X):  # summed on the workers; the values checked there, per partition
+            X, y = check_partitioned(self, X, y)
+        else:
+            X, y = validate_numeric_data(self, X, y, accept_sparse="csr",
+                                         dtype=[np.float64, np.float32], order="C",
+                                         y_numeric=True)
+            check_row_norms_finite(X, name)
         n_samples, n_features = X.shape
         check_delta_vs_n(self.delta, n_samples, name)
         names = spec_feature_names(self, n_features, feature_names)
@@ -420,7 +468,7 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
                                              self.solver)
         centre, half = target_map(y_bounds, self.fit_intercept)
         theta = theta * half
-        self.coef_ = theta[:n_features].astype(X.dtype)
+        self.coef_ = theta[:n_features].astype(training_dtype(X.dtype, name))
         self.intercept_ = float(theta[n_features] + centre) if self.fit_intercept else 0.0
         self.feature_names_ = names
         self.public_mask_ = plan["details"]["public_mask"]
@@ -472,10 +520,7 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         """Everything :meth:`privacy_plan` returns, as a dict, but the DpEvent of an
         analytic calibration (``event`` None: :meth:`_assemble_plan` builds it)."""
         name = type(self).__name__
-        if self.epsilon is None and self.noise_multiplier is None:
-            raise ValueError(
-                f"{name}: give `epsilon` (the budget; σ is calibrated to it) or "
-                "`noise_multiplier` (ε is then computed); both are None.")
+        check_budget_given(self)
         y_bounds = check_y_bounds(self, required=True)
         public_mask = resolve_feature_spec(self.public_features, self.private_features,
                                            n_features, feature_names, name,
@@ -485,20 +530,9 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         layout = statistic_layout(public_mask, fit_intercept=self.fit_intercept,
                                   label_public=self.label_public, public_bound=b_p,
                                   private_bound=b_q, neighboring=self.neighboring)
-        # One Gaussian release: a DP-SGD step at sampling rate 1.
-        schedule = DPSGDSchedule(batch_size=n_samples, sampling_rate=1.0, steps=1)
-        if self.accountant == "auto":
-            # Its exact (ε, δ) curve, in closed form: no accountant to import (and
-            # the DpEvent, whose classes take a cold process ~13 ms to load, later).
-            sigma, spent = accounting.gaussian_sigma_and_epsilon(
-                self.epsilon, self.delta, noise_multiplier=self.noise_multiplier,
-                neighboring=self.neighboring)
-            event, accountant = None, "analytic"
-        else:
-            sigma, event, spent, accountant = calibrate_dpsgd(self, 1.0, 1)
+        schedule, sigma, event, spent, accountant = calibrate_one_release(self, n_samples)
         private = np.flatnonzero(~public_mask)
-        protected = ([f"x{int(i)}" for i in private] if feature_names is None
-                     else [str(feature_names[int(i)]) for i in private])
+        protected = column_names(private, feature_names)
         details = dict(public_mask=public_mask, y_bounds=y_bounds, row_norm_bounds=(b_p, b_q),
                        **_layout_details(layout, sigma))
         return dict(event=event, sigma=sigma, spent=spent, delta=float(self.delta),
@@ -510,11 +544,8 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
     def _assemble_plan(parts):
         """The :class:`PrivacyPlan` of :meth:`_plan_parts`' dict (a new object; the
         dict is not changed)."""
-        event = parts["event"]
-        if event is None:
-            event = accounting.gaussian_release(None, parts["delta"],
-                                                noise_multiplier=parts["sigma"],
-                                                neighboring=parts["neighboring"])[1]
+        event = one_release_event(parts["event"], parts["sigma"], parts["delta"],
+                                  parts["neighboring"])
         return feature_plan(event, parts["spent"], parts["delta"], parts["accountant"],
                             parts["protected"], parts["label_protected"],
                             protected_columns=parts["protected_columns"],

@@ -19,8 +19,10 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import accounting
+from .._distributed import partitioned_labels, use_cluster
 from .._docs import fill_doc
 from .._engine import LinearLoss, run_dp_sgd, split_theta
+from .._outofcore import is_dask_array, training_dtype
 from .._mechanisms.fdp import (
     PUBLIC_LOSSES,
     alg1_oracles,
@@ -38,7 +40,7 @@ from .._mechanisms.label_statistic import (
 from .._plan import DPSGDSchedule
 from .._progress import progress_reporter
 from .._validation import Interval, StrOptions, _fit_context, atomic_fit
-from ..features import check_label_in_spec
+from ..features import check_label_in_spec, resolve_feature_spec, spec_feature_names
 from ._base import (
     _INIT,
     _NOISE,
@@ -594,13 +596,20 @@ class FeatureDPLogisticRegression(FeatureDPSGD, BaseDPLinearClassifier):
             e.g. at a huge ``learning_rate``); an earlier fit is kept.
         """
         check_label_in_spec(self, X, y)
-        X, classes, y_index = validate_linear_data(self, X, y)
+        if use_cluster(X) and self._statistic_method(X, feature_names):
+            # Label DP on a dask.distributed cluster: the statistic and every pass of
+            # the L-BFGS post-processing are sums over the partitions, where they live.
+            X, classes, y_index = partitioned_labels(self, X, y)
+        else:
+            X, classes, y_index = validate_linear_data(self, X, y)
         n_features = X.shape[1]
         name = type(self).__name__
         names, plan, gens = self._plan_feature_fit(X, feature_names)
         loss = LinearLoss("log_loss", n_outputs_of(classes))
-        run = _METHOD_RUNS[plan.details["method"]](self, X, loss.encode(y_index), loss, plan,
-                                                   gens)
+        targets = (y_index.map_blocks(loss.encode, dtype=np.float64 if loss.n_outputs == 1
+                                      else np.intp)
+                   if is_dask_array(y_index) else loss.encode(y_index))
+        run = _METHOD_RUNS[plan.details["method"]](self, X, targets, loss, plan, gens)
         # A check of the released (DP) parameters only: post-processing, free.
         if not np.all(np.isfinite(run.theta)):
             raise ValueError(
@@ -613,11 +622,21 @@ class FeatureDPLogisticRegression(FeatureDPSGD, BaseDPLinearClassifier):
             )
         theta = unscale_weights(run.theta, run.public_scale, n_features)
         # n_iter_: the L-BFGS iterations for the statistic, else the steps.
-        self._store_linear(*split_theta(theta, self.fit_intercept, X.dtype), classes, plan,
+        self._store_linear(*split_theta(theta, self.fit_intercept, training_dtype(X.dtype, name)),
+                           classes, plan,
                            run.learning_rate, n_iter=run.n_iter)
         self._store_feature_split(names, plan, run)
         self.l2_regularization_ = run.l2_regularization
         return self
+
+    def _statistic_method(self, X, feature_names):
+        """Whether a fit on ``X`` releases the label statistic (public settings only)."""
+        n_features = int(X.shape[1])
+        names = spec_feature_names(self, n_features, feature_names)
+        public_mask = resolve_feature_spec(self.public_features, self.private_features,
+                                           n_features, names, type(self).__name__,
+                                           label_public=self.label_public)
+        return _resolve_method(self, public_mask) == "sufficient_statistic"
 
     _AUTO_CLIP = _AUTO_CLIP
     _LABEL_FREE_PRETRAINING = (

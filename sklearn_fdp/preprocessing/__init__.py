@@ -18,10 +18,11 @@ _LAZY = {
     "make_tabular_preprocessor": "._tabular",
     "propose_schema": "._tabular",
     "row_norm_bounds": "._tabular",
+    "transform_partitions": ".._distributed",
 }
 
 __all__ = ["BoundedScaler", "PrivateMeanCenterer", "RowNormBounds", "make_tabular_preprocessor",
-           "propose_schema", "row_norm_bounds"]
+           "propose_schema", "row_norm_bounds", "transform_partitions"]
 
 
 __getattr__, __dir__ = lazy_module(__name__, _LAZY)

@@ -15,6 +15,7 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import accounting
+from .._distributed import check_partitioned, use_cluster
 from .._docs import fill_doc
 from .._mechanisms.gaussian_mean import gaussian_mean, scale_rows
 from .._outofcore import as_row_source, should_stream, validate_row_source
@@ -208,7 +209,11 @@ class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
         self : PrivateMeanCenterer
         """
         name = type(self).__name__
-        if should_stream(X):
+        if use_cluster(X):
+            # A dask array with a distributed Client: validated and summed on the
+            # workers, partition by partition (sklearn_fdp._distributed).
+            X, _ = check_partitioned(self, X)
+        elif should_stream(X):
             # A large numpy.memmap / dask array: checked and summed in row
             # blocks (sklearn_fdp._outofcore), never read into memory whole.
             X, _ = validate_row_source(self, X, None)
