@@ -9,4 +9,5 @@ import importlib.util
 
 collect_ignore = []
 if importlib.util.find_spec("torch") is None:
-    collect_ignore.append("sklearn_fdp/neural/_mlp.py")
+    collect_ignore += ["sklearn_fdp/neural/_mlp.py", "sklearn_fdp/neural/_mlp_classifier.py",
+                       "sklearn_fdp/neural/_mlp_regressor.py"]

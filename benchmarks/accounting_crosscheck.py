@@ -17,6 +17,11 @@ accountant; for full-batch rows its RDP is evaluated at σ/2, the exact
 equivalent.
 
 Writes ``benchmarks/results/accounting_crosscheck.{json,md}``.
+
+Results (in ``benchmarks/results/``): ``accounting_crosscheck.json``, ``accounting_crosscheck.md``.
+Quoted in (the sections whose figures come from these files):
+
+* docs/results.md § "Accounting cross-checks"
 """
 
 import importlib.metadata

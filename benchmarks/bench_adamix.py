@@ -50,6 +50,11 @@ Run with ``OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 NUMBA_NUM_THREADS=1``. Writes ``benchmarks/results/adamix.{json,md}`` and
 ``docs/figures/bench_adamix{,_ablation,_pdp}.png`` (``--quick``: one seed,
 ε = 3, digits and Adult only, written to ``adamix_quick.*`` beside them).
+
+Results (in ``benchmarks/results/``): ``adamix.json``, ``adamix.md``.
+Quoted in (the sections whose figures come from these files):
+
+* docs/results.md § "AdaMix: a few public records, many private ones"
 """
 
 import argparse

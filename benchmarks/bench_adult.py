@@ -20,6 +20,11 @@ Protocol (all methods):
 
 Writes ``benchmarks/results/adult.json``, ``benchmarks/results/adult.md`` and
 ``docs/figures/bench_adult.png``.
+
+Results (in ``benchmarks/results/``): ``adult.json``, ``adult.md``.
+Quoted in (the sections whose figures come from these files):
+
+* docs/results.md § "UCI Adult, linear models"
 """
 
 import argparse

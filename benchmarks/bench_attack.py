@@ -53,6 +53,12 @@ Protocol:
 
 Writes ``benchmarks/results/attack_adult.json`` and ``attack_adult.md``.
 Run with ``nice -n 10 python benchmarks/bench_attack.py`` (≈ 5 min on 2 cores).
+
+Results (in ``benchmarks/results/``): ``attack_adult.json``, ``attack_adult.md``.
+Quoted in (the sections whose figures come from these files):
+
+* docs/results.md § "Attribute inference on Adult"
+* docs/threat_model.md § "Attribute inference on Adult"
 """
 
 import argparse

@@ -35,6 +35,12 @@ Writes ``benchmarks/results/audit.json`` and ``benchmarks/results/audit.md``
 (``--quick``: a smoke run with 100 runs and 200 canaries, written to
 ``audit_quick.*``). Run with ``nice -n 10``; about 10 minutes on a 2-core
 machine.
+
+Results (in ``benchmarks/results/``): ``audit.json``, ``audit.md``.
+Quoted in (the sections whose figures come from these files):
+
+* docs/results.md § "Empirical privacy audits"
+* docs/audits.md § "Results"
 """
 
 import argparse
@@ -53,7 +59,7 @@ import sklearn_fdp._engine._loop as engine_loop
 from sklearn_fdp import DPSGDClassifier, DPSGDFClassifier, FeatureDPLogisticRegression
 from sklearn_fdp._engine import LinearGradientOracle
 from sklearn_fdp._mechanisms import fdp
-from sklearn_fdp.linear import _dpsgd as dpsgd_module
+from sklearn_fdp.linear import _whole_record as dpsgd_module  # builds DPSGDClassifier's oracle
 from sklearn_fdp.linear import _feature_dp_logistic as fdp_module
 from sklearn_fdp.audit import canary_audit, canary_audit_one_run
 

@@ -21,14 +21,32 @@ use -- Adult (30,162 training rows), Purchase-like (20,000) and MNIST-8k
 CPU time is ``time.process_time`` (this process, all threads). Writes
 ``benchmarks/results/calibration.json`` and ``calibration.md``. ``--quick``
 runs a handful of rows.
+
+``--compare REF`` (issue 33) times the package as of git commit ``REF``
+against the working tree instead, row by row: two worker processes (one
+imports ``REF``'s ``sklearn_fdp``, extracted with ``git archive``, the other
+this tree's) take the rows in turn, the order alternating from row to row, so
+both see the same load; each reports the σ and the cold and warm CPU time of
+its calibration. Writes ``calibration_compare.json`` and ``.md``: the σ of
+both (they must be equal) and the per-row ratio of CPU times.
+
+Results (in ``benchmarks/results/``): ``calibration.json``, ``calibration.md``,
+``calibration_compare.json``, ``calibration_compare.md``.
+Quoted in (the sections whose figures come from these files):
+
+* docs/results.md § "Speed of the whole `fit`, warm and cold"
+* docs/user_guide.md § "3. Accounting"
+* docs/architecture.md § "The accounting package"
 """
 
 import argparse
 import json
 import math
 import os
+import pathlib
 import platform
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -37,6 +55,8 @@ from _common import ROOT, library_fingerprint
 
 sys.path.insert(0, str(ROOT))
 
+if os.environ.get("BENCH_CALIBRATION_WORKER"):  # --compare's worker: the package on its path
+    sys.path.remove(str(ROOT))
 from sklearn_fdp import _budget, accounting  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -178,6 +198,112 @@ def run(quick, skip_old):
     return out
 
 
+# -- --compare REF: the package at REF against this tree, row by row ----------
+
+def _worker():
+    """Read rows (JSON lines) on stdin, calibrate each cold then warm, answer on stdout."""
+    cache_dir = tempfile.mkdtemp(prefix="sklearn_fdp-bench-calibration-")
+    os.environ["SKLEARN_FDP_CACHE_DIR"] = cache_dir
+    accounting.calibrate_noise_multiplier(1.0, DELTA, 0.05, 100, accountant="pld")
+    accounting.calibrate_noise_multiplier(1.0, DELTA, 0.05, 100, accountant="rdp")
+    print(json.dumps({"ready": accounting.__file__}), flush=True)
+    for line in sys.stdin:
+        row = json.loads(line)
+        args = (row["epsilon"], DELTA, row["q"], row["steps"])
+        acc = row["accountant"]
+        accounting.clear_calibration_cache()
+        sigma, cold = _cpu(lambda: accounting.calibrate_noise_multiplier(*args, accountant=acc))
+        accounting.clear_calibration_cache(disk=False)
+        again, warm = _cpu(lambda: accounting.calibrate_noise_multiplier(*args, accountant=acc))
+        eps = accounting.epsilon_of_event(accounting.dpsgd_event(sigma, row["q"], row["steps"]),
+                                          DELTA, accountant=acc)
+        print(json.dumps(dict(sigma=sigma, again=again, cold=cold, warm=warm, epsilon=eps)),
+              flush=True)
+    accounting.clear_calibration_cache()
+
+
+def _start_worker(package_root):
+    env = dict(os.environ, BENCH_CALIBRATION_WORKER="1", PYTHONPATH=str(package_root),
+               OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    proc = subprocess.Popen([sys.executable, str(pathlib.Path(__file__).resolve()), "--worker"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+                            cwd=str(ROOT / "benchmarks"))
+    ready = json.loads(proc.stdout.readline())["ready"]
+    assert ready.startswith(str(package_root)), (ready, package_root)
+    return proc
+
+
+def _ask(proc, row):
+    proc.stdin.write(json.dumps(row) + "\n")
+    proc.stdin.flush()
+    return json.loads(proc.stdout.readline())
+
+
+def compare(ref, quick):
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="sklearn_fdp-bench-ref-"))
+    archive = subprocess.run(["git", "archive", ref, "sklearn_fdp"], cwd=ROOT, check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive, check=True)
+    workers = {"ref": _start_worker(tmp), "tree": _start_worker(ROOT)}
+    out = []
+    for i, row in enumerate(_settings(quick)):
+        order = ("ref", "tree") if i % 2 == 0 else ("tree", "ref")
+        got = {name: _ask(workers[name], row) for name in order}
+        row = dict(row, ref_sigma=got["ref"]["sigma"], sigma=got["tree"]["sigma"],
+                   ref_cold_cpu_s=got["ref"]["cold"], cold_cpu_s=got["tree"]["cold"],
+                   ref_warm_cpu_s=got["ref"]["warm"], warm_cpu_s=got["tree"]["warm"],
+                   ref_verified_epsilon=got["ref"]["epsilon"],
+                   verified_epsilon=got["tree"]["epsilon"], first=order[0])
+        row["cold_ratio"] = row["cold_cpu_s"] / row["ref_cold_cpu_s"]
+        row["warm_ratio"] = row["warm_cpu_s"] / row["ref_warm_cpu_s"]
+        out.append(row)
+        print(f"{row['data']:<14}{row['epochs']:>4}{row['steps']:>6}{row['epsilon']:>6g} "
+              f"σ {row['sigma']:.6g} (ref {row['ref_sigma']:.6g})  cold {row['cold_cpu_s']:.3f}s"
+              f" / ref {row['ref_cold_cpu_s']:.3f}s", flush=True)
+    for proc in workers.values():
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    return out
+
+
+def _compare_markdown(rows, meta):
+    def summary(key):
+        values = sorted(r[key] for r in rows)
+        n = len(values)
+        return (f"median {statistics.median(values):.3f}, quartiles "
+                f"[{values[n // 4]:.3f}, {values[(3 * n) // 4]:.3f}]")
+
+    same = sum(r["sigma"] == r["ref_sigma"] for r in rows)
+    same_eps = sum(r["verified_epsilon"] == r["ref_verified_epsilon"] for r in rows)
+    lines = [
+        "# Noise calibration: this tree against a git commit, row by row (issue 33)",
+        "",
+        f"`python benchmarks/bench_calibration.py --compare {meta['ref']}` on "
+        f"{meta['machine']} ({meta['date']}; load average, 1 min, {meta['load_start']:.2f} at "
+        f"the start, {meta['load_end']:.2f} at the end; a shared machine), Python "
+        f"{meta['python']}, dp-accounting {meta['dp_accounting']}; δ = {DELTA:g}; the 135 "
+        "settings of `calibration.md`. Two worker processes, one per version, take each row in "
+        "turn (the order alternating); CPU seconds (`time.process_time`) of one cold and one "
+        "warm `calibrate_noise_multiplier` call each. *ratio* = this tree / the commit.",
+        "",
+        f"σ identical (bit for bit) on {same}/{len(rows)} rows, the reported ε at it on "
+        f"{same_eps}/{len(rows)}. Cold ratio: "
+        f"{summary('cold_ratio')}. Warm ratio: {summary('warm_ratio')}. Cold median "
+        f"{statistics.median(r['cold_cpu_s'] for r in rows):.3f} s (commit "
+        f"{statistics.median(r['ref_cold_cpu_s'] for r in rows):.3f} s).",
+        "",
+        "| data | epochs | T | ε | acc. | σ | σ at the commit | cold s | commit cold s "
+        "| cold ratio | warm ratio |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(f"| {r['data']} | {r['epochs']} | {r['steps']} | {r['epsilon']:g} "
+                     f"| {r['accountant']} | {r['sigma']!r} | {r['ref_sigma']!r} "
+                     f"| {r['cold_cpu_s']:.3f} | {r['ref_cold_cpu_s']:.3f} "
+                     f"| {r['cold_ratio']:.3f} | {r['warm_ratio']:.3f} |")
+    return "\n".join(lines) + "\n"
+
+
 def _markdown(rows, meta):
     cold = [r["cold_cpu_s"] for r in rows]
     warm = [r["warm_cpu_s"] for r in rows]
@@ -225,11 +351,32 @@ def main():
     parser.add_argument("--quick", action="store_true", help="a handful of rows")
     parser.add_argument("--skip-old", action="store_true",
                         help="do not run the old calibration")
+    parser.add_argument("--compare", metavar="REF",
+                        help="time the package at git commit REF against this tree")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.worker:
+        _worker()
+        return
     import dp_accounting  # noqa: F401
     from importlib import metadata
 
     load_start, date = os.getloadavg()[0], time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    if args.compare:
+        rows = compare(args.compare, args.quick)
+        meta = dict(date=date, load_start=load_start, load_end=os.getloadavg()[0],
+                    machine=platform.machine() + " " + platform.processor(),
+                    python=platform.python_version(), ref=args.compare,
+                    dp_accounting=metadata.version("dp-accounting"), delta=DELTA,
+                    quick=args.quick, **library_fingerprint())
+        text = _compare_markdown(rows, meta)
+        if args.quick:
+            print(text)
+            return
+        (RESULTS / "calibration_compare.json").write_text(
+            json.dumps(dict(meta=meta, rows=rows), indent=1) + "\n", encoding="utf-8")
+        (RESULTS / "calibration_compare.md").write_text(text, encoding="utf-8")
+        return
     rows = run(args.quick, args.skip_old)
     meta = dict(date=date, load_start=load_start, load_end=os.getloadavg()[0],
                 machine=platform.machine() + " " + platform.processor(),

@@ -73,6 +73,11 @@ Writes ``benchmarks/results/defaults.json`` and ``benchmarks/results/defaults.md
 ``--quick``: 2 seeds, 1 MLP seed, a 2,000-row Purchase-like training set (for a
 smoke test; writes ``defaults_quick.{json,md}``). Run from the repository root
 with ``PYTHONPATH=.`` so that the checkout's sklearn_fdp is measured.
+
+Results (in ``benchmarks/results/``): ``defaults.json``, ``defaults.md``.
+Quoted in (the sections whose figures come from these files):
+
+* docs/results.md § "Defaults on three data sets"
 """
 
 import argparse

@@ -49,6 +49,11 @@ C. Adult (:func:`sklearn_fdp.datasets.make_adult_preprocessor` features, rows
 Writes ``benchmarks/results/dpsgdf.json``, ``benchmarks/results/dpsgdf.md``
 and ``docs/figures/bench_dpsgdf.png`` (``--quick``: a smoke run with fewer
 seeds and configurations, written to ``dpsgdf_quick.*`` beside them).
+
+Results (in ``benchmarks/results/``): ``dpsgdf.json``, ``dpsgdf.md``.
+Quoted in (the sections whose figures come from these files):
+
+* docs/results.md § "DPSGD-F: private feature preprocessing"
 """
 
 import argparse

@@ -38,6 +38,11 @@ products alone (the GEMM floor) with GFLOP/s, and the compile cache check
 
 Writes ``benchmarks/results/epoch.json`` and ``epoch.md``. (The whole public ``fit``,
 cold and warm, against scikit-learn is ``bench_speed.py``.)
+
+Results (in ``benchmarks/results/``): ``epoch.json``, ``epoch.md``.
+Quoted in (the sections whose figures come from these files):
+
+* docs/results.md § "Speed of a DP-SGD epoch, the training loop alone"
 """
 
 import os

@@ -44,6 +44,13 @@ the α actually used (``alpha_``) and a fingerprint of the sklearn_fdp sources.
 
 Writes ``benchmarks/results/fdp_adult.json``, ``benchmarks/results/fdp_adult.md``
 and ``docs/figures/bench_fdp_adult.png``.
+
+Results (in ``benchmarks/results/``): ``fdp_adult.json``, ``fdp_adult.md``.
+Quoted in (the sections whose figures come from these files):
+
+* docs/results.md § "Adult with protected attributes"
+* docs/user_guide.md § "Never below the public-only model"
+* README.md § "Quickstart"
 """
 
 import argparse

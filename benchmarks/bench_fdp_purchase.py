@@ -12,6 +12,11 @@ is tuned, so nothing is tuned on the test set). δ = 1e-5, 3 seeds.
 
 Writes ``benchmarks/results/fdp_purchase.json`` and ``.md``, and the figure
 ``docs/figures/bench_fdp_purchase.png`` (``--plot-only`` redraws it from the JSON).
+
+Results (in ``benchmarks/results/``): ``fdp_purchase.json``, ``fdp_purchase.md``.
+Quoted in (the sections whose figures come from these files):
+
+* docs/results.md § "Purchase-like, linear softmax"
 """
 
 import argparse

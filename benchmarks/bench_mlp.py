@@ -45,6 +45,11 @@ Everything runs with ``OMP_NUM_THREADS=1`` and ``torch.set_num_threads(1)``.
 ``--quick``: 4,000 purchase rows, ε ∈ {1, 8}, the first two grid points,
 one seed, a 3,000-row Adult subsample, shorter timings; written to
 ``*_quick`` files.
+
+Results (in ``benchmarks/results/``): ``mlp.json``, ``mlp.md``, ``mlp_parts/``.
+Quoted in (the sections whose figures come from these files):
+
+* docs/results.md § "MLPFeatureDP: an MLP with feature DP"
 """
 
 import argparse

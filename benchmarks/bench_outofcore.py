@@ -56,6 +56,11 @@ cache when memory allows, so the batches that follow are mostly warm.
 
 Writes ``benchmarks/results/outofcore.json`` and ``outofcore.md`` and deletes
 the data folder (unless ``--keep``).
+
+Results (in ``benchmarks/results/``): ``outofcore.json``, ``outofcore.md``.
+Quoted in (the sections whose figures come from these files):
+
+* docs/results.md § "Out-of-core fits"
 """
 
 import os

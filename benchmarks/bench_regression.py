@@ -71,6 +71,13 @@ from what the construction itself does.
 Writes ``benchmarks/results/regression.json``, ``benchmarks/results/regression.md`` and
 ``docs/figures/bench_regression.png`` (``regression_quick.*`` and no figure with
 ``--quick``).
+
+Results (in ``benchmarks/results/``): ``regression.json``, ``regression.md``.
+Quoted in (the sections whose figures come from these files):
+
+* docs/results.md § "Regression: Adult hours-per-week"
+* docs/regression.md § "Benchmark figures"
+* README.md § "What is in it today"
 """
 
 import argparse
@@ -343,13 +350,13 @@ ORACLE_SEEDS = list(range(40))
 def oracle_section(data, epsilons, delta):
     """The residual release's oracle bound on the test rows (not a private model).
 
-    ``bench_fdp_linear_rules.oracle_bound``: X~ᵀX~ known exactly and the whole budget on
+    ``studies/bench_fdp_linear_rules.oracle_bound``: X~ᵀX~ known exactly and the whole budget on
     the 22 numbers ``X_Qᵀ clip(r, ±R)``, R and the protected step's ridge the best of a
     grid in hindsight (here on the test rows: it bounds, it is not reported as a model),
     40 noise seeds. What the issue's sufficient-statistics mechanism could reach at
     best with a ridge solve, against its 1 % target.
     """
-    from bench_fdp_linear_rules import oracle_bound
+    from studies.bench_fdp_linear_rules import oracle_bound
 
     bounds = data["row_norm_bounds"]
     return oracle_bound(data["X_train"].to_numpy(), data["y_train"], data["X_test"].to_numpy(),

@@ -12,6 +12,11 @@ Writes ``benchmarks/results/search.{json,md}``.
   non-private choice, its cost ignored), then refitted at ε = 2 on all of
   adult.data and evaluated on adult.test. This is the usual (leaky)
   practice and an upper reference for the private search.
+
+Results (in ``benchmarks/results/``): ``search.json``, ``search.md``.
+Quoted in (the sections whose figures come from these files):
+
+* docs/results.md § "Private hyper-parameter search on Adult"
 """
 
 import argparse

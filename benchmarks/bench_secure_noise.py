@@ -32,6 +32,12 @@ in one extra fit.
 
 Writes ``benchmarks/results/secure_noise.json`` and ``secure_noise.md``
 (``--quick``: smaller problems, ``secure_noise_quick.*``).
+
+Results (in ``benchmarks/results/``): ``secure_noise.json``, ``secure_noise.md``.
+Quoted in (the sections whose figures come from these files):
+
+* docs/results.md § "Cost of `noise="secure"`"
+* docs/user_guide.md § "11. Secure noise"
 """
 
 import os

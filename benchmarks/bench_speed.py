@@ -53,6 +53,14 @@ that everything runs. Writes ``benchmarks/results/speed.json`` and ``speed.md``
 (``speed_quick.*`` with ``--quick``; ``--out STEM`` for another name, e.g. with
 ``--sections``). The per-epoch figures of the training loop alone are
 ``bench_epoch.py``. A full run takes about 6-8 minutes on an idle 2-core machine.
+
+Results (in ``benchmarks/results/``): ``speed.json``, ``speed.md``, ``speed_b.json``,
+``speed_b.md``.
+Quoted in (the sections whose figures come from these files):
+
+* docs/results.md § "Speed of the whole `fit`, warm and cold"
+* docs/scale.md § "4. Wide sparse data and threads"
+* docs/user_guide.md § "3. Accounting"
 """
 
 import os

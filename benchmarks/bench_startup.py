@@ -16,6 +16,11 @@ the package as of git commit ``REF`` (its ``sklearn_fdp/`` extracted with
 ``git archive`` into a temporary folder), same rounds.
 
 Writes ``benchmarks/results/startup.json`` and ``startup.md``.
+
+Results (in ``benchmarks/results/``): ``startup.json``, ``startup.md``.
+Quoted in (the sections whose figures come from these files):
+
+* docs/cli.md § "Command line: `sklearn-fdp`"
 """
 
 import argparse

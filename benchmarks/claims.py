@@ -64,7 +64,7 @@ _FIGURE = re.compile(
 _IDENTIFIER = re.compile(r"(?:arXiv:?\s*|abs/|pdf/)\d{4}\.\d{4,5}(?:v\d+)?"
                          r"|[≤≥<>]\s*\d+(?:\.\d+)?", re.I)
 _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
-_SCRIPT = re.compile(r"benchmarks/([\w]+)\.py")
+_SCRIPT = re.compile(r"benchmarks/((?:studies/)?\w+)\.py")  # studies/: the rule studies
 _CLAIMS = re.compile(r"<!--\s*claims:\s*(.*?)\s*-->")
 _CODE_FENCE = re.compile(r"^\s*(```|~~~)")
 _RESULT_NAME = re.compile(r"\b([\w]+\.(?:json|md))\b")
@@ -120,12 +120,16 @@ def source_numbers(name):
 
 
 def script_results(script):
-    """The result files ``benchmarks/<script>.py`` writes (names found in its source)."""
+    """The result files ``benchmarks/<script>.py`` writes (names found in its source).
+
+    ``script`` may be ``studies/<name>``: a rule study writes to the same
+    ``benchmarks/results/`` folder as the benchmarks.
+    """
     path = BENCHMARKS / f"{script}.py"
     if not path.exists():
         return None
     names = {m for m in _RESULT_NAME.findall(path.read_text()) if (RESULTS / m).exists()}
-    stem = script.removeprefix("bench_")
+    stem = script.rsplit("/", 1)[-1].removeprefix("bench_")
     names.update(p.name for p in RESULTS.glob(f"{stem}*") if p.is_file())
     parts = RESULTS / f"{stem}_parts"
     if parts.is_dir():

@@ -1,7 +1,6 @@
 """sklearn_fdp: scikit-learn estimators trained with (feature) differential privacy."""
 
-import importlib
-
+from ._lazy import lazy_module
 from .exceptions import (
     BudgetExceededError,
     CollapseWarning,
@@ -53,18 +52,7 @@ _SUBMODULES = (
 )
 
 
-def __getattr__(name):
-    if name in _SUBMODULES:
-        return importlib.import_module(f".{name}", __name__)
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-        globals()[name] = value  # later look-ups skip __getattr__
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_module(__name__, _LAZY, _SUBMODULES)
 
 
 __version__ = "0.1.0"

@@ -11,6 +11,12 @@ import re
 import textwrap
 
 PARAGRAPHS = {
+    # The shape a privacy_plan takes (every estimator's: one meaning).
+    "plan_shape": """\
+n_samples : int
+    Number of training rows.
+n_features : int
+    Number of input columns.""",
     "epsilon": """\
 epsilon : float or None, default=1.0
     Privacy budget of one call to ``fit``, in (0, inf). The noise

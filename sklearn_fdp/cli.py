@@ -58,7 +58,7 @@ import numpy as np
 
 # The transformers stored in the pipelines the CLI writes (categories as strings,
 # the constant row-norm factor); their module loads nothing heavy.
-from ._tabular import _as_strings, _scale_constant  # noqa: F401 - re-exported for old files
+from .preprocessing._tabular import _as_strings, _scale_constant  # noqa: F401 - for old files
 
 __all__ = ["main"]
 
@@ -73,11 +73,23 @@ FDP_MODELS = ("fdp-logreg", "fdp-mlp")
 PUBLIC_MODELS = {"none": None, "hgb": "HistGradientBoostingClassifier"}
 
 # Functions the CLI puts into the pipelines it writes: the only functions a
-# model file may name. They live in sklearn_fdp._tabular (the schema
+# model file may name. They live in sklearn_fdp.preprocessing._tabular (the schema
 # preprocessor the CLI builds on, issue 20); files written before name them
 # in this module, where they are still found.
 _CLI_FUNCTIONS = ("_as_strings", "_scale_constant")
-_FUNCTION_MODULES = (__name__, "sklearn_fdp._tabular")
+_FUNCTION_MODULES = (__name__, "sklearn_fdp.preprocessing._tabular")
+# Modules that moved since files were written (issue 33: the preprocessing package):
+# a model file naming the old module is read as naming the new one.
+_MOVED_MODULES = {
+    "sklearn_fdp._tabular": "sklearn_fdp.preprocessing._tabular",
+    "sklearn_fdp._bounded": "sklearn_fdp.preprocessing._bounded",
+    "sklearn_fdp._preprocessing": "sklearn_fdp.preprocessing._centerer",
+}
+# Classes that moved out of a module that still exists (issue 33: the MLP split).
+_MOVED_CLASSES = {
+    ("sklearn_fdp.neural._mlp", "MLPFeatureDP"): "sklearn_fdp.neural._mlp_classifier",
+    ("sklearn_fdp.neural._mlp", "MLPFeatureDPRegressor"): "sklearn_fdp.neural._mlp_regressor",
+}
 # Written by releases before BoundedScaler scaled the numeric columns (issue 17).
 _OLD_CLI_FUNCTIONS = (f"{__name__}._scale_columns",)
 
@@ -877,11 +889,55 @@ def _trusted(name):
     return issubclass(obj, (np.generic, np.dtype))  # numpy scalars and dtypes
 
 
+def _renamed_moved_modules(path):
+    """The bytes of the model file at ``path``, with what moved since it was written renamed
+    (``_MOVED_MODULES``, ``_MOVED_CLASSES``)."""
+    import io
+    import json
+    import zipfile
+
+    with open(path, "rb") as fh:
+        data = fh.read()
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as src:
+            schema = json.loads(src.read("schema.json"))
+    except Exception:  # noqa: BLE001 - not a skops file: skops says why below
+        return data
+    moved = []
+
+    def rename(node):
+        if isinstance(node, dict):
+            module = node.get("__module__")
+            target = _MOVED_CLASSES.get((module, node.get("__class__")),
+                                        _MOVED_MODULES.get(module))
+            if target is not None:
+                node["__module__"] = target
+                moved.append(target)
+            for value in node.values():
+                rename(value)
+        elif isinstance(node, list):
+            for value in node:
+                rename(value)
+
+    rename(schema)
+    if not moved:
+        return data
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(out, "w") as dst:
+        for item in src.infolist():
+            payload = src.read(item.filename)
+            if item.filename == "schema.json":
+                payload = json.dumps(schema).encode()
+            dst.writestr(item, payload)
+    return out.getvalue()
+
+
 def _load(path):
     import skops.io as sio
 
     try:
-        untrusted = sio.get_untrusted_types(file=path)
+        data = _renamed_moved_modules(path)
+        untrusted = sio.get_untrusted_types(data=data)
     except FileNotFoundError:
         raise CLIError(f"model file {path!r} does not exist.") from None
     except Exception as exc:  # noqa: BLE001 - zip/JSON errors of a foreign file
@@ -898,7 +954,7 @@ def _load(path):
             f"and will not load: {', '.join(refused)}. Load it in Python with "
             "skops.io.load after checking them yourself.")
     try:
-        model = sio.load(path, trusted=untrusted)
+        model = sio.loads(data, trusted=untrusted)
     except Exception as exc:  # noqa: BLE001
         raise CLIError(f"could not load model file {path!r}: {exc}") from None
     from sklearn.pipeline import Pipeline

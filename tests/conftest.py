@@ -35,3 +35,16 @@ def pytest_generate_tests(metafunc):
 @pytest.fixture
 def rng(global_seed):
     return np.random.default_rng(global_seed)
+
+
+@pytest.fixture
+def torch_one_thread():
+    """torch on one thread for a test (the MLP tests use it for every test): tiny models pay
+    more for thread start-up than they save, and CPU results are then bit-reproducible
+    whatever the machine's core count."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

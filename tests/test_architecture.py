@@ -153,8 +153,7 @@ def test_only_outofcore_asks_what_kind_of_array_x_is(name):
 _LAYERS = [
     ("consumers", ("sklearn_fdp._search", "sklearn_fdp._report", "sklearn_fdp.pipeline",
                    "sklearn_fdp.cli", "sklearn_fdp.model_selection")),
-    ("estimators", ("sklearn_fdp.linear", "sklearn_fdp.neural", "sklearn_fdp._preprocessing",
-                    "sklearn_fdp.preprocessing")),
+    ("estimators", ("sklearn_fdp.linear", "sklearn_fdp.neural", "sklearn_fdp.preprocessing")),
     ("mechanisms", ("sklearn_fdp._mechanisms",)),
     ("engine", ("sklearn_fdp._engine",)),
     ("kernels", ("sklearn_fdp._kernels",)),
@@ -180,3 +179,75 @@ def test_layers_import_only_downwards():
                 upward.append(f"{module} ({_LAYERS[mine][0]}) imports {target} "
                               f"({_LAYERS[theirs][0]})")
     assert upward == [], upward
+
+
+# -- docs/architecture.md's picture is the tree ---------------------------------------------
+
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
+
+
+def _tree_block():
+    """The ``sklearn_fdp/`` code block of docs/architecture.md: ``{folder: {module names}}``
+    ("" for the top level; ``#`` starts a remark)."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    block = text.split("```\nsklearn_fdp/\n", 1)[1].split("```", 1)[0]
+    tree, folder = {}, ""
+    for line in block.splitlines():
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        if not line.startswith("   "):  # a new entry: a folder, or top-level modules
+            folder = ""
+        if all(word.endswith("/") for word in words):  # folders named as such (audit/)
+            tree.setdefault("", set()).update(word.rstrip("/") for word in words)
+            continue
+        for word in words:
+            if word.endswith("/") and word[:-1].isidentifier() and word is words[0]:
+                folder = word[:-1]
+                tree.setdefault(folder, set())
+                continue
+            tree.setdefault(folder, set()).add(word.removesuffix(".py").rstrip("/"))
+    return tree
+
+
+def test_architecture_tree_names_every_module_and_only_those():
+    """Every module of the package is in the page's tree, and everything in the tree is a
+    module (or, for ``audit/`` and ``datasets/``, a folder) of the package."""
+    tree = _tree_block()
+    on_disk = {}
+    for path in PACKAGE.rglob("*.py"):
+        rel = path.relative_to(PACKAGE)
+        if rel.parts[0] in ("audit", "datasets"):
+            continue
+        if len(rel.parts) <= 2:
+            on_disk.setdefault(rel.parts[0] if len(rel.parts) == 2 else "", set()).add(path.stem)
+    on_disk[""] |= {"audit", "datasets"}
+    assert {f: sorted(m) for f, m in tree.items()} == {f: sorted(m) for f, m in on_disk.items()}
+
+
+_SPAN = __import__("re").compile(r"`([\w/.]+(?:\.py|/))`")
+
+
+def test_every_module_the_architecture_page_names_exists():
+    missing = []
+    for span in _SPAN.findall(ARCHITECTURE.read_text(encoding="utf-8")):
+        root = PACKAGE.parent if span.split("/")[0] in ("tests", "docs", "benchmarks") else PACKAGE
+        if not (root / span.rstrip("/")).exists():
+            missing.append(span)
+    assert missing == [], missing
+
+
+def test_accounting_package_keeps_its_api():
+    """Issue 33 split accounting.py into a package: every name importers used still resolves
+    on ``sklearn_fdp.accounting`` (the public ones and the private ones other modules use)."""
+    from sklearn_fdp import accounting
+
+    public = {"ACCOUNTANTS", "NEIGHBORING_RELATIONS", "DpEvent", "dpsgd_event", "gaussian_event",
+              "compose_events", "epsilon_of_event", "epsilon_and_accountant", "compute_epsilon",
+              "calibrate_noise_multiplier", "calibration_cache_path", "clear_calibration_cache",
+              "gaussian_noise_multiplier", "gaussian_epsilon", "gdp_epsilon", "gaussian_release",
+              "gaussian_sigma_and_epsilon", "TRIAL_DISTRIBUTIONS", "repeat_and_select_event",
+              "truncated_negative_binomial_gamma", "calibrate_repeat_and_select"}
+    assert set(accounting.__all__) == public
+    for name in (*public, *accounting._PRIVATE_API):
+        assert getattr(accounting, name) is not None, name

@@ -34,7 +34,7 @@ import sklearn_fdp._engine._loop as engine_loop
 from sklearn_fdp import DPSGDClassifier, FeatureDPLogisticRegression
 from sklearn_fdp._engine import LinearGradientOracle
 from sklearn_fdp._mechanisms import fdp
-from sklearn_fdp.linear import _dpsgd as dpsgd_module
+from sklearn_fdp.linear import _whole_record as dpsgd_module  # builds DPSGDClassifier's oracle
 from sklearn_fdp.audit import (
     CanaryAuditResult,
     OneRunAuditResult,

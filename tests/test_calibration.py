@@ -12,13 +12,16 @@
 import json
 import math
 import os
+import pathlib
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
-from sklearn_fdp import _calibration_cache, accounting
+from sklearn_fdp import accounting
+from sklearn_fdp.accounting import _cache as _calibration_cache
+from sklearn_fdp.accounting import _calibration, _pld
 from sklearn_fdp.exceptions import BudgetExceededError
 
 from .test_accounting_extremes import assert_clear_error, lower_epsilon
@@ -155,14 +158,14 @@ def test_cache_hit_and_miss(cache_dir, monkeypatch):
     sigma = accounting.calibrate_noise_multiplier(*ARGS, accountant="pld")
     assert list(_entries(cache_dir).values()) == [sigma]
     accounting.clear_calibration_cache(disk=False)  # a new process, as far as σ goes
-    monkeypatch.setattr(accounting, "_calibrate", _no_calibration)
+    monkeypatch.setattr(_calibration, "_calibrate", _no_calibration)
     assert accounting.calibrate_noise_multiplier(*ARGS, accountant="pld") == sigma
     # Any other input, or another dp-accounting version, misses.
     monkeypatch.undo()
     monkeypatch.setenv("SKLEARN_FDP_CACHE_DIR", str(cache_dir))
     accounting.calibrate_noise_multiplier(*ARGS, accountant="pld", tol=1e-3)
     accounting.calibrate_noise_multiplier(*ARGS, accountant="rdp")
-    monkeypatch.setattr(accounting, "_DP_ACCOUNTING_VERSION", ["0.0.0-other"])
+    monkeypatch.setattr(_calibration, "_DP_ACCOUNTING_VERSION", ["0.0.0-other"])
     accounting.clear_calibration_cache(disk=False)
     accounting.calibrate_noise_multiplier(*ARGS, accountant="pld")
     assert len(_entries(cache_dir)) == 4
@@ -265,7 +268,7 @@ def test_fit_ignores_a_doubled_cached_sigma(cache_dir):
 def test_concurrent_writers_keep_the_file_valid(cache_dir):
     script = textwrap.dedent("""
         import sys
-        from sklearn_fdp import _calibration_cache
+        from sklearn_fdp.accounting import _cache as _calibration_cache
         tag = sys.argv[1]
         for i in range(200):
             _calibration_cache.put(_calibration_cache.key([tag, i]), 1.0 + i)
@@ -309,7 +312,7 @@ def test_predicted_search_meets_the_target_within_tol(epsilon, q, steps, monkeyp
                                                     "add_remove", start, slope, tol)
     assert predicted is not None  # these configurations take the cheap path
     assert eps(predicted) <= epsilon
-    monkeypatch.setattr(accounting, "_calibrate_pld_predicted", lambda *args: None)
+    monkeypatch.setattr(_calibration, "_calibrate_pld_predicted", lambda *args: None)
     searched = accounting._calibrate(eps, make_event, epsilon, 1e-5, q, steps, "pld",
                                      "add_remove", (), tol, "the run")
     assert predicted <= searched * (1 + 2 * tol)
@@ -330,22 +333,23 @@ def test_predicted_search_only_where_the_rule_runs_a_third_pass():
         "add_remove", start, slope, 1e-4) is None
 
 
-# -- the lean Chernoff bounds change the cost of a PLD pass, not its answer ---
+# -- a PLD pass composed in accounting/_pld.py is dp-accounting's, bit for bit ---
 
-def _plain_pld(event, delta, neighboring, interval):
-    """dp-accounting's PLD ε with scipy's own logsumexp (no proxy)."""
+def _accountant_pld(event, delta, neighboring, interval):
+    """ε and grid size of dp-accounting's own PLDAccountant (scipy's logsumexp)."""
     from dp_accounting.pld import pld_privacy_accountant
 
     acc = pld_privacy_accountant.PLDAccountant(accounting._relation(neighboring),
                                                value_discretization_interval=interval)
     acc.compose(event)
-    return float(acc.get_epsilon(delta))
+    pld = acc._pld
+    return float(acc.get_epsilon(delta)), max(pld._pmf_remove.size, pld._pmf_add.size)
 
 
 # The benchmark's slowest settings (Adult and Purchase-like at few steps and
 # large ε), small ε (a fine grid), many steps, one full batch, a (0, δ)-DP
 # corner, replace-one and a composition with a Gaussian release.
-LEAN_POINTS = [
+PLD_POINTS = [
     (0.5524, 0.0461, 22, 0.01, "add_remove"), (0.5524, 0.0461, 22, 0.005, "add_remove"),
     (1.6209, 0.0461, 218, 0.00390625, "add_remove"), (14.03, 0.128, 12, 6.1035e-05, "add_remove"),
     (3.81, 0.01, 10_000, 1e-3, "add_remove"), (0.6, 1.0, 1, 1e-3, "add_remove"),
@@ -354,68 +358,69 @@ LEAN_POINTS = [
 ]
 
 
-@pytest.mark.parametrize("sigma, q, steps, interval, neighboring", LEAN_POINTS, ids=str)
-def test_lean_chernoff_bounds_give_the_same_pld_bit_for_bit(sigma, q, steps, interval,
-                                                             neighboring):
+@pytest.mark.parametrize("sigma, q, steps, interval, neighboring", PLD_POINTS, ids=str)
+def test_own_pld_pass_equals_dp_accountings_bit_for_bit(sigma, q, steps, interval, neighboring):
     event = accounting.compose_events(accounting.gaussian_event(40.0),
                                       accounting.dpsgd_event(sigma, q, steps))
     for ev in (accounting.dpsgd_event(sigma, q, steps), event):
         accounting.clear_calibration_cache(disk=False)
-        lean, _ = accounting._pld_raw(ev, 1e-5, neighboring, interval)
-        assert repr(lean) == repr(_plain_pld(ev, 1e-5, neighboring, interval))
+        ours = accounting._pld_raw(ev, 1e-5, neighboring, interval)
+        assert repr(ours) == repr(_accountant_pld(ev, 1e-5, neighboring, interval))
 
 
-def test_lean_logsumexp_matches_scipy_and_defers_the_rest():
+def test_own_pld_pass_hands_other_events_to_dp_accounting():
+    import dp_accounting
+
+    relation = accounting._relation("add_remove")
+    laplace = dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(3.0), 4)
+    assert _pld.epsilon_and_size(laplace, relation, 1e-2, 1e-5) == \
+        _accountant_pld(laplace, 1e-5, "add_remove", 1e-2)
+    leaky = accounting.compose_events(accounting.dpsgd_event(1.0, 0.05, 10),
+                                      dp_accounting.NonPrivateDpEvent())
+    assert _pld.epsilon_and_size(leaky, relation, 1e-2, 1e-5)[0] == math.inf
+    with pytest.raises(dp_accounting.UnsupportedEventError):
+        _pld.epsilon_and_size(dp_accounting.UnsupportedDpEvent(), relation, 1e-2, 1e-5)
+
+
+def test_own_logsumexp_matches_scipy_and_defers_the_rest():
     import numpy as np
     from scipy import special
 
-    lean = accounting._LeanSpecial(special)
     rng = np.random.default_rng(0)
     for n, order in [(1, 0.3), (65, -0.25), (7000, 1e-3), (7000, -2e-3)]:
         probs = rng.dirichlet(np.ones(n))
         probs[: n // 3] = 0.0  # empty bins, as a PLD has
         a = np.arange(n) * order
-        assert lean.logsumexp(a, b=probs) == pytest.approx(
+        assert _pld.weighted_logsumexp(a, probs) == pytest.approx(
             special.logsumexp(a, b=probs), rel=1e-14, abs=1e-14)
-    assert lean.logsumexp(np.arange(3.0), b=np.zeros(3)) == -np.inf  # no mass: as scipy
-    # Every other call is scipy's own.
-    x = np.array([[0.0, 1.0], [2.0, 3.0]])
-    np.testing.assert_array_equal(lean.logsumexp(x, axis=1), special.logsumexp(x, axis=1))
-    assert lean.ndtr is special.ndtr
+    assert _pld.weighted_logsumexp(np.arange(3.0), np.zeros(3)) == -np.inf  # no mass: as scipy
+    # Where the largest term is not finite, scipy answers.
+    a = np.array([0.0, np.inf])
+    assert _pld.weighted_logsumexp(a, np.ones(2)) == special.logsumexp(a, b=np.ones(2))
 
 
-def test_lean_chernoff_bounds_restore_scipy_even_on_error():
-    import threading
+def test_own_self_convolve_bounds_equal_dp_accountings():
+    import numpy as np
+    from dp_accounting.pld import common
 
+    rng = np.random.default_rng(1)
+    for n, times in [(5, 3), (300, 22), (4000, 218), (20_000, 1086)]:
+        probs = rng.dirichlet(np.ones(n) * 0.3)
+        assert _pld.self_convolve_bounds(probs, times, 1e-15) == \
+            common.compute_self_convolve_bounds(probs, times, 1e-15)
+
+
+def test_dp_accounting_is_not_patched():
+    """No module of dp-accounting is replaced during or after a PLD pass."""
     from dp_accounting.pld import common
     from scipy import special
 
-    with pytest.raises(RuntimeError, match="inside"):
-        with accounting._lean_chernoff_bounds():
-            with accounting._lean_chernoff_bounds():  # re-entrant
-                assert isinstance(common.special, accounting._LeanSpecial)
-            assert isinstance(common.special, accounting._LeanSpecial)
-            raise RuntimeError("inside")
+    accounting.clear_calibration_cache(disk=False)
+    accounting.epsilon_of_event(accounting.dpsgd_event(1.0, 0.05, 50), 1e-5, accountant="pld")
     assert common.special is special
-
-    # Threads entering and leaving in any order leave scipy's module behind.
-    errors = []
-
-    def work(sigma):
-        try:
-            for interval in (1e-2, 5e-3):
-                accounting._pld_raw(accounting.dpsgd_event(sigma, 0.05, 50), 1e-5,
-                                    "add_remove", interval)
-        except Exception as exc:  # pragma: no cover - reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=work, args=(1.0 + i / 7,)) for i in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors
-    assert common.special is special
+    for path in pathlib.Path(accounting.__file__).parent.glob("*.py"):
+        assert "common.special" not in path.read_text().replace(
+            "``common.special``", ""), path.name
 
 
 def test_verbose_says_when_a_calibration_runs_long(monkeypatch, capsys):

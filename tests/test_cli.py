@@ -521,6 +521,22 @@ def test_mlp_model_file_loads_with_plain_skops(data):
     np.testing.assert_array_equal(plain.predict_proba(X), _load(str(out)).predict_proba(X))
 
 
+def test_mlp_model_file_written_before_the_mlp_split_loads(data):
+    """Issue 33 moved MLPFeatureDP from neural/_mlp.py to neural/_mlp_classifier.py; a file
+    naming the old module predicts as the new one."""
+    pytest.importorskip("torch")
+    tmp, train, test = data
+    new = tmp / "mlp.skops"
+    assert _train(train, new, model="fdp-mlp") == 0
+    old = tmp / "mlp_old.skops"
+    _rewrite_schema(new, old, [(b'"sklearn_fdp.neural._mlp_classifier"',
+                                 b'"sklearn_fdp.neural._mlp"')])
+    assert "sklearn_fdp.neural._mlp.MLPFeatureDP" in sio.get_untrusted_types(file=str(old))
+    X = pd.read_csv(test).drop(columns=["y"])
+    np.testing.assert_array_equal(_load(str(old)).predict_proba(X),
+                                  _load(str(new)).predict_proba(X))
+
+
 @pytest.mark.parametrize("extra", [["--epsilon", "1e-6"], ["--delta", "1e-300"]])
 def test_train_at_tiny_epsilon_or_delta(data, capsys, extra):
     # Issue 22 item 2: a bare "brentq ... did not bracket a solution" came out.
@@ -711,25 +727,54 @@ def test_cli_model_is_the_plain_fit_of_its_pipeline(data):
     assert model[-1].noise_multiplier_ == plain[-1].noise_multiplier_
 
 
-def test_model_file_naming_the_functions_in_the_cli_module_still_loads(data, capsys):
-    """Issue 20 moved _as_strings/_scale_constant to sklearn_fdp._tabular; files written
-    before name them in sklearn_fdp.cli, where they are still found and trusted."""
+def _rewrite_schema(src, dst, replacements):
+    """Copy the model file ``src`` to ``dst`` with ``replacements`` made in its schema.json."""
     import zipfile
 
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        for item in zin.infolist():
+            data_ = zin.read(item.filename)
+            if item.filename == "schema.json":
+                for old, new in replacements:
+                    data_ = data_.replace(old, new)
+            zout.writestr(item, data_)
+
+
+def test_model_file_naming_the_functions_in_the_cli_module_still_loads(data, capsys):
+    """Issue 20 moved _as_strings/_scale_constant to sklearn_fdp._tabular (issue 33: to
+    sklearn_fdp.preprocessing._tabular); files written before name them in sklearn_fdp.cli,
+    where they are still found and trusted."""
     tmp, train, test = data
     new = tmp / "new.skops"
     assert _train(train, new) == 0
     types = sio.get_untrusted_types(file=str(new))
-    assert {"sklearn_fdp._tabular._as_strings", "sklearn_fdp._tabular._scale_constant"} <= set(
-        types)
+    assert {"sklearn_fdp.preprocessing._tabular._as_strings",
+            "sklearn_fdp.preprocessing._tabular._scale_constant"} <= set(types)
     old = tmp / "old.skops"
-    with zipfile.ZipFile(new) as src, zipfile.ZipFile(old, "w") as dst:
-        for item in src.infolist():
-            data_ = src.read(item.filename)
-            if item.filename == "schema.json":
-                data_ = data_.replace(b"sklearn_fdp._tabular", b"sklearn_fdp.cli")
-            dst.writestr(item, data_)
+    _rewrite_schema(new, old, [(b"sklearn_fdp.preprocessing._tabular", b"sklearn_fdp.cli")])
     assert "sklearn_fdp.cli._as_strings" in sio.get_untrusted_types(file=str(old))
+    capsys.readouterr()
+    assert main(["evaluate", str(old), test, "--target", "y", "--json"]) == 0
+    from_old = json.loads(capsys.readouterr().out)
+    assert main(["evaluate", str(new), test, "--target", "y", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == from_old
+
+
+def test_model_file_naming_the_modules_before_the_preprocessing_package_still_loads(data,
+                                                                                     capsys):
+    """Issue 33 moved _tabular.py and _bounded.py into sklearn_fdp/preprocessing/ and
+    MLPFeatureDP out of neural/_mlp.py; files written before name the old modules, read as
+    the new ones."""
+    tmp, train, test = data
+    new = tmp / "new.skops"
+    assert _train(train, new) == 0
+    old = tmp / "old.skops"
+    _rewrite_schema(new, old, [
+        (b'"sklearn_fdp.preprocessing._tabular"', b'"sklearn_fdp._tabular"'),
+        (b'"sklearn_fdp.preprocessing._bounded"', b'"sklearn_fdp._bounded"'),
+    ])
+    assert {"sklearn_fdp._tabular._as_strings", "sklearn_fdp._bounded.BoundedScaler"} <= set(
+        sio.get_untrusted_types(file=str(old)))
     capsys.readouterr()
     assert main(["evaluate", str(old), test, "--target", "y", "--json"]) == 0
     from_old = json.loads(capsys.readouterr().out)

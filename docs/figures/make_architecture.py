@@ -15,7 +15,7 @@ LAYERS = [
     ("consumers", "PrivateRandomizedSearchCV · privacy_report · PrivatePipeline tracer · CLI",
      "read privacy_plan / privacy_plan_ (the planning contract)", "#f2e6ff"),
     ("estimators", "linear/: DPSGD · FeatureDPLogisticRegression · DPSGDF · AdaMix;  "
-     "PrivateMeanCenterer;  neural/: MLPFeatureDP",
+     "preprocessing/;  neural/: MLPFeatureDP",
      "fit = validate → privacy_plan → run mechanisms → store once", "#e6f0ff"),
     ("mechanisms", "_mechanisms/: gaussian_mean · fdp (Alg. 1) · label_statistic · "
      "dpsgdf (Alg. 2) · adamix (Alg. 3)",
@@ -25,7 +25,7 @@ LAYERS = [
     ("kernels", "_kernels/: numba clip-and-accumulate, norms, gathers (dense, CSR)",
      "numpy twins in tests", "#ffe6e6"),
 ]
-BELOW = ("accounting.py (the only door to dp-accounting) · _budget.py (σ, batch, steps) · "
+BELOW = ("accounting/ (the only door to dp-accounting) · _budget.py (σ, batch, steps) · "
          "_plan.py (PrivacyPlan)\n_random.py / _secure.py (streams by role) · _validation.py · "
          "_outofcore.py (the only module that asks what X is)")
 

@@ -414,136 +414,6 @@ def _prefetch_csr_rows(indptr, indices, data, idx, ii):
 
 
 @njit(cache=True)
-def fdp_csr_private_sum(indptr, indices, data, idx, y, theta, code, fit_intercept, public,
-                        pub_norm_sq, label_public, prior, clip, out):
-    """Clipped sum of FDP Algorithm 1's private gradients ``∇ℓ − ∇ℓ_pub`` (CSR rows), fused.
-
-    ``public_loss="mask"`` (the public view sets the private columns to 0):
-    per row, the decision values at ``x~`` and at its public view, the
-    residuals ``r`` and ``r_pub``, the norm of ``[x_P (r − r_pub)ᵀ ; x_Q rᵀ]``
-    from its two orthogonal blocks (``pub_norm_sq[i] = ‖x_P‖²`` with the
-    intercept, as :func:`~sklearn_fdp._mechanisms.fdp.private_gradient_norms_sq`),
-    the clip factor ``c`` (aimed at :func:`clip_target` of ``clip`` for norms
-    of ``theta.shape[0] + 2 k`` squares) and the sum ``out += c [x_P (r −
-    r_pub)ᵀ ; x_Q rᵀ ; (r − r_pub)ᵀ]``; nothing batch-sized is built.
-    ``theta`` is ``(d + fit_intercept) × k``; ``public`` is 1.0 on the
-    public columns and 0.0 on the private ones (multiplied in, exactly:
-    no branch per non-zero). ``out`` is added to.
-    """
-    d = theta.shape[0] - (1 if fit_intercept else 0)
-    k = theta.shape[1]
-    target = _clip_target(clip, out, theta.shape[0] + 2 * k)
-    z = np.empty(k)
-    zp = np.empty(k)
-    r = np.empty(k)
-    rp = np.empty(k)
-    for ii in range(idx.shape[0]):
-        i = idx[ii]
-        _prefetch_csr_rows(indptr, indices, data, idx, ii)
-        for c in range(k):
-            z[c] = theta[d, c] if fit_intercept else 0.0
-            zp[c] = z[c]
-        xq_sq = 0.0
-        if k == 1:  # binary: scalar decision values, kept in registers
-            z0 = z[0]
-            zp0 = zp[0]
-            for p in range(indptr[i], indptr[i + 1]):
-                j = indices[p]
-                v = data[p]
-                m = public[j]
-                xq_sq += (1.0 - m) * (v * v)
-                u = v * theta[j, 0]
-                z0 += u
-                zp0 += m * u
-            z[0] = z0
-            zp[0] = zp0
-        else:
-            for p in range(indptr[i], indptr[i + 1]):
-                j = indices[p]
-                v = data[p]
-                m = public[j]
-                xq_sq += (1.0 - m) * (v * v)
-                for c in range(k):
-                    u = v * theta[j, c]
-                    z[c] += u
-                    zp[c] += m * u
-        residual_row(z, y[i], code, r)
-        _public_residual_row(zp, y[i], code, label_public, prior, rp)
-        dd = 0.0
-        rr = 0.0
-        for c in range(k):
-            rp[c] = r[c] - rp[c]  # now D = r − r_pub
-            dd += rp[c] * rp[c]
-            rr += r[c] * r[c]
-        s = _clip_factor(pub_norm_sq[i] * dd + xq_sq * rr, target)
-        for c in range(k):
-            rp[c] *= s
-            r[c] *= s
-        if k == 1:
-            d0 = rp[0]
-            r0 = r[0]
-            for p in range(indptr[i], indptr[i + 1]):
-                j = indices[p]
-                m = public[j]
-                out[j, 0] += data[p] * (m * d0 + (1.0 - m) * r0)
-        else:
-            for p in range(indptr[i], indptr[i + 1]):
-                j = indices[p]
-                v = data[p]
-                m = public[j]
-                for c in range(k):
-                    out[j, c] += v * (m * rp[c] + (1.0 - m) * r[c])
-        if fit_intercept:
-            for c in range(k):
-                out[d, c] += rp[c]
-
-
-@njit(cache=True)
-def fdp_csr_public_sum(indptr, indices, data, idx, y, theta, code, fit_intercept, public,
-                       label_public, prior, out):
-    """``out += Σ_i x~_pub,i r_pub,iᵀ`` over the CSR rows ``idx`` (``"mask"``, fused).
-
-    FDP Algorithm 1's public gradient sum (not clipped; the caller divides
-    by the batch size); arguments as in :func:`fdp_csr_private_sum`.
-    """
-    d = theta.shape[0] - (1 if fit_intercept else 0)
-    k = theta.shape[1]
-    zp = np.empty(k)
-    rp = np.empty(k)
-    for ii in range(idx.shape[0]):
-        i = idx[ii]
-        _prefetch_csr_rows(indptr, indices, data, idx, ii)
-        if k == 1:  # binary: scalars, kept in registers
-            zp0 = theta[d, 0] if fit_intercept else 0.0
-            for p in range(indptr[i], indptr[i + 1]):
-                zp0 += (data[p] * public[indices[p]]) * theta[indices[p], 0]
-            zp[0] = zp0
-        else:
-            for c in range(k):
-                zp[c] = theta[d, c] if fit_intercept else 0.0
-            for p in range(indptr[i], indptr[i + 1]):
-                j = indices[p]
-                v = data[p] * public[j]
-                for c in range(k):
-                    zp[c] += v * theta[j, c]
-        _public_residual_row(zp, y[i], code, label_public, prior, rp)
-        if k == 1:
-            rp0 = rp[0]
-            for p in range(indptr[i], indptr[i + 1]):
-                j = indices[p]
-                out[j, 0] += (data[p] * public[j]) * rp0
-        else:
-            for p in range(indptr[i], indptr[i + 1]):
-                j = indices[p]
-                v = data[p] * public[j]
-                for c in range(k):
-                    out[j, c] += v * rp[c]
-        if fit_intercept:
-            for c in range(k):
-                out[d, c] += rp[c]
-
-
-@njit(cache=True)
 def fdp_csr_step(indptr, indices, data, idx, pub_idx, y, theta, code, fit_intercept, public,
                  pub_norm_sq, label_public, prior, clip, out, pub_out):
     """Both oracles of one step of FDP Algorithm 1 in one compiled call.
@@ -552,9 +422,10 @@ def fdp_csr_step(indptr, indices, data, idx, pub_idx, y, theta, code, fit_interc
     :func:`fdp_csr_public_sum` over ``pub_idx`` into ``pub_out`` (arguments
     as there), the two batches' rows interleaved (one private row, then one
     public row): the work of the two is independent, and overlaps in the
-    CPU. Each sum adds its rows in batch order with the same operations as
-    those kernels (their loop bodies, copied: a shared ``inline`` helper
-    costs reference counting per row), so both are bit for bit theirs.
+    CPU. Each sum adds its rows in batch order; the two kernels are this one
+    with the other batch empty (one call per batch: a shared ``inline`` helper
+    per row would cost reference counting per row, so the loop bodies live
+    here once).
     """
     d = theta.shape[0] - (1 if fit_intercept else 0)
     k = theta.shape[1]
@@ -658,6 +529,39 @@ def fdp_csr_step(indptr, indices, data, idx, pub_idx, y, theta, code, fit_interc
             if fit_intercept:
                 for c in range(k):
                     pub_out[d, c] += rq[c]
+
+
+@njit(cache=True)
+def fdp_csr_private_sum(indptr, indices, data, idx, y, theta, code, fit_intercept, public,
+                        pub_norm_sq, label_public, prior, clip, out):
+    """Clipped sum of FDP Algorithm 1's private gradients ``∇ℓ − ∇ℓ_pub`` (CSR rows), fused.
+
+    ``public_loss="mask"`` (the public view sets the private columns to 0):
+    per row, the decision values at ``x~`` and at its public view, the
+    residuals ``r`` and ``r_pub``, the norm of ``[x_P (r − r_pub)ᵀ ; x_Q rᵀ]``
+    from its two orthogonal blocks (``pub_norm_sq[i] = ‖x_P‖²`` with the
+    intercept, as :func:`~sklearn_fdp._mechanisms.fdp.private_gradient_norms_sq`),
+    the clip factor ``c`` (aimed at :func:`clip_target` of ``clip`` for norms
+    of ``theta.shape[0] + 2 k`` squares) and the sum ``out += c [x_P (r −
+    r_pub)ᵀ ; x_Q rᵀ ; (r − r_pub)ᵀ]``; nothing batch-sized is built.
+    ``theta`` is ``(d + fit_intercept) × k``; ``public`` is 1.0 on the
+    public columns and 0.0 on the private ones (multiplied in, exactly:
+    no branch per non-zero). ``out`` is added to.
+    """
+    fdp_csr_step(indptr, indices, data, idx, idx[:0], y, theta, code, fit_intercept, public,
+                 pub_norm_sq, label_public, prior, clip, out, out)
+
+
+@njit(cache=True)
+def fdp_csr_public_sum(indptr, indices, data, idx, y, theta, code, fit_intercept, public,
+                       label_public, prior, out):
+    """``out += Σ_i x~_pub,i r_pub,iᵀ`` over the CSR rows ``idx`` (``"mask"``, fused).
+
+    FDP Algorithm 1's public gradient sum (not clipped; the caller divides
+    by the batch size); arguments as in :func:`fdp_csr_private_sum`.
+    """
+    fdp_csr_step(indptr, indices, data, idx[:0], idx, y, theta, code, fit_intercept, public,
+                 public, label_public, prior, 1.0, out, out)
 
 
 @njit(cache=True, inline="always")

@@ -521,7 +521,7 @@ def auto_noise_multiplier(epsilon, delta):
     then takes ``AUTO_MAX_STEPS`` steps and spends less than ``epsilon``;
     pass ``max_steps=AUTO_MAX_STEPS`` to :func:`calibrate_steps`). It reads
     only ε and δ (public), so it costs no privacy. On a validation split of
-    adult.data (``benchmarks/bench_adamix_steps.py``) 30 steps beat 1, 3 and
+    adult.data (``benchmarks/studies/bench_adamix_steps.py``) 30 steps beat 1, 3 and
     10 in 7 of 8 settings (ε from 0.03 to 1, 100 or 1,000 public rows; the
     exception: 10 steps at ε = 0.03 with 1,000 public rows, by 0.35 points),
     in line with the paper's finding that larger σ is better (supplement

@@ -55,7 +55,7 @@ simulator's run and plain removal release the same). The sensitivity of
 the stacked vector below is therefore unchanged in form, with ``Qr`` in
 place of ``Qy``. ``X_Qᵀy`` is not released then; the joint solver uses
 ``X_Qᵀ r + X_QᵀX~_P β`` for it (post-processing; exact without noise when no
-residual is clipped). Validation (``benchmarks/bench_fdp_linear_rules.py``):
+residual is clipped). Validation (``benchmarks/studies/bench_fdp_linear_rules.py``):
 +0.7 to +1.7 R² points at ε ∈ [0.01, 1] on Adult hours-per-week with
 ``R = 2``; the clip from the residuals adds +0.2 to +0.7 more (the block's
 noise scales with ``R``; ``2 rmse = 0.47`` there, 5 % of the residuals
@@ -156,7 +156,7 @@ RESIDUAL_BOUND = 2.0
 #: is less noise on the few numbers the protected coefficients are solved from,
 #: for the bias of clipping the residuals beyond it (2 rmse = 0.47 on Adult
 #: hours-per-week: 5 % of the residuals; the largest |r| 1.41). Chosen on a
-#: validation split of adult.data (benchmarks/bench_fdp_linear_rules.py, issue 19's
+#: validation split of adult.data (benchmarks/studies/bench_fdp_linear_rules.py, issue 19's
 #: fourth round, 40 noise seeds): with the floor τ in place of the previous round's
 #: ridge, +0.005 to +0.013 R² over R = 2 at ε in [0.01, 0.3] and +0.004 at ε = 1;
 #: 1.5 is level with 2, 3 loses 0.002 to 0.0035 at ε <= 0.1.
@@ -208,7 +208,7 @@ FLOOR = {True: 0.7, False: 1.0}
 
 # The residual solver keeps the public eigendirections whose eigenvalue is at
 # least KEEP[label_public] · τ. Chosen on the same validation split
-# (benchmarks/bench_fdp_linear_rules.py, issue 19, 40 seeds) among {0.25, 0.5, 1}:
+# (benchmarks/studies/bench_fdp_linear_rules.py, issue 19, 40 seeds) among {0.25, 0.5, 1}:
 # with a public target 0.5 gains +0.003 and +0.008 R² over 1 at ε = 0.3 and 1
 # (level below; 0.25 is level with 0.5 at ε >= 0.3 and loses 0.002 at 0.1);
 # with a private target 1 stays best (0.5 loses up to 0.009 at small ε).

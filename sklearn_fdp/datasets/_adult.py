@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from sklearn.utils import Bunch
 
-from .._tabular import make_tabular_preprocessor
+from ..preprocessing._tabular import make_tabular_preprocessor
 
 __all__ = ["ADULT_PROTECTED", "adult_schema", "load_adult", "make_adult_preprocessor"]
 

@@ -1,6 +1,6 @@
 """Private linear classifiers and regressors."""
 
-import importlib
+from .._lazy import lazy_module
 
 # Each estimator is imported on first use, so that `from sklearn_fdp import
 # DPSGDClassifier` (and every loky worker unpickling one) loads DP-SGD's modules
@@ -30,13 +30,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-        globals()[name] = value  # later look-ups skip __getattr__
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_module(__name__, _LAZY)

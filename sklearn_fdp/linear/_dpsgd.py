@@ -4,34 +4,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numpy as np
-
-from .._budget import calibrate_dpsgd, check_budget_params, dpsgd_schedule
 from .._docs import fill_doc
-from .._engine import LinearGradientOracle, LinearLoss, run_dp_sgd, split_theta
-from .._plan import record_plan
-from .._random import spawn_generators
-from .._validation import _fit_context, atomic_fit, check_delta_vs_n
+from .._engine import LinearLoss, split_theta
+from .._validation import _fit_context, atomic_fit
 from ._base import (
-    _NOISE,
-    _SAMPLE,
     BaseDPLinearClassifier,
-    engine_config,
-    epoch_printer,
     n_outputs_of,
     resolve_learning_rate,
     validate_linear_data,
 )
+from ._whole_record import WholeRecordDPSGD, plan_fit, run_whole_record_dpsgd
 
 if TYPE_CHECKING:  # annotations only
     from typing import Literal, Self
 
-    from .._plan import PrivacyPlan
     from .._typing import ArrayLike, MatrixLike, RandomStateLike
 
 
 @fill_doc
-class DPSGDClassifier(BaseDPLinearClassifier):
+class DPSGDClassifier(WholeRecordDPSGD, BaseDPLinearClassifier):
     """Linear classifier trained with differentially private SGD (DP-SGD).
 
     Each step draws a Poisson batch (every record independently with
@@ -183,51 +174,13 @@ class DPSGDClassifier(BaseDPLinearClassifier):
         self : DPSGDClassifier
         """
         X, classes, y_index = validate_linear_data(self, X, y)
-        n_samples, n_features = X.shape
-        check_delta_vs_n(self.delta, n_samples, type(self).__name__)
-        plan = self.privacy_plan(n_samples, n_features)
+        plan = plan_fit(self, X)
         n_outputs = n_outputs_of(classes)
         loss = LinearLoss(self.loss, n_outputs)
-        # noise="secure": the batch coins and the noise come from the OS CSPRNG.
-        gens = spawn_generators(self.random_state, 4, noise=self.noise,
-                                private_streams=(_SAMPLE, _NOISE))
-        clip = float(self.max_grad_norm)
-        oracle = LinearGradientOracle(X, loss.encode(y_index), loss, self.fit_intercept, clip)
-        n_rows = n_features + int(self.fit_intercept)
-        learning_rate = resolve_learning_rate(self, plan.noise_multiplier * clip,
-                                              plan.schedule, n_rows, n_outputs)
-        result = run_dp_sgd(
-            np.zeros((n_rows, n_outputs), dtype=X.dtype), oracle, n_samples,
-            engine_config(self, plan, clip, learning_rate),
-            sample_rng=gens[_SAMPLE], noise_rng=gens[_NOISE], callback=epoch_printer(self, plan),
-        )
-        self._store_linear(*split_theta(result.theta, self.fit_intercept, X.dtype), classes,
+        theta, learning_rate = run_whole_record_dpsgd(
+            self, X, y_index, loss, plan, n_outputs,
+            lambda noise_std, n_rows: resolve_learning_rate(self, noise_std, plan.schedule,
+                                                            n_rows, n_outputs))
+        self._store_linear(*split_theta(theta, self.fit_intercept, X.dtype), classes,
                            plan, learning_rate)
         return self
-
-    def privacy_plan(self, n_samples: int, n_features: int, *,
-                     feature_names: ArrayLike | None = None) -> PrivacyPlan:
-        """What a fit on ``n_samples`` × ``n_features`` data spends and protects.
-
-        Computed from public quantities only (the shape and the parameters);
-        ``fit`` runs with the σ it holds and stores it as ``privacy_plan_``.
-
-        Parameters
-        ----------
-        n_samples : int
-            Number of training rows.
-        n_features : int
-            Number of input columns.
-        feature_names : array-like of str or None, default=None
-            Column names (unused: DP-SGD protects whole records).
-
-        Returns
-        -------
-        plan : PrivacyPlan
-        """
-        check_budget_params(self)
-        schedule = dpsgd_schedule(self, n_samples)
-        sigma, event, spent, accountant = calibrate_dpsgd(self, schedule.sampling_rate,
-                                                          schedule.steps)
-        return record_plan(event, spent, float(self.delta), accountant,
-                           noise_multiplier=sigma, schedule=schedule)

@@ -4,30 +4,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numpy as np
-
-from .._budget import calibrate_dpsgd, check_budget_params, dpsgd_schedule
 from .._divergence import check_not_diverged
 from .._docs import fill_doc
-from .._engine import LinearGradientOracle, LinearLoss, run_dp_sgd
-from .._plan import record_plan
-from .._random import spawn_generators
-from .._validation import _fit_context, atomic_fit, check_delta_vs_n
+from .._engine import LinearLoss
+from .._validation import _fit_context, atomic_fit
 from ._base import (
-    _NOISE,
-    _SAMPLE,
     BaseDPLinearRegressor,
-    engine_config,
-    epoch_printer,
     resolve_regression_learning_rate,
     scaled_target,
     validate_regression_data,
 )
+from ._whole_record import WholeRecordDPSGD, plan_fit, run_whole_record_dpsgd
 
 if TYPE_CHECKING:  # annotations only
     from typing import Literal, Self
 
-    from .._plan import PrivacyPlan
     from .._typing import ArrayLike, MatrixLike, RandomStateLike
 
 
@@ -51,7 +42,7 @@ def resolve_margin(est, bounds):
 
 
 @fill_doc
-class DPSGDRegressor(BaseDPLinearRegressor):
+class DPSGDRegressor(WholeRecordDPSGD, BaseDPLinearRegressor):
     """Linear regression trained with differentially private SGD (DP-SGD).
 
     The regression twin of :class:`DPSGDClassifier`: each step draws a
@@ -241,56 +232,17 @@ class DPSGDRegressor(BaseDPLinearRegressor):
             X) from the fit's public quantities. An earlier fit is kept.
         """
         X, y = validate_regression_data(self, X, y, warn_rows=True)
-        n_samples, n_features = X.shape
-        check_delta_vs_n(self.delta, n_samples, type(self).__name__)
-        plan = self.privacy_plan(n_samples, n_features)
+        plan = plan_fit(self, X)
         t, bounds = scaled_target(self, y)
         loss = regression_loss(self, bounds)
-        # noise="secure": the batch coins and the noise come from the OS CSPRNG.
-        gens = spawn_generators(self.random_state, 4, noise=self.noise,
-                                private_streams=(_SAMPLE, _NOISE))
-        clip = float(self.max_grad_norm)
-        oracle = LinearGradientOracle(X, loss.encode(t), loss, self.fit_intercept, clip)
-        n_rows = n_features + int(self.fit_intercept)
-        learning_rate = resolve_regression_learning_rate(
-            self, self.loss, plan.noise_multiplier * clip, plan.schedule, n_rows,
-            bounded=bounds is not None)
-        result = run_dp_sgd(
-            np.zeros((n_rows, 1), dtype=X.dtype), oracle, n_samples,
-            engine_config(self, plan, clip, learning_rate),
-            sample_rng=gens[_SAMPLE], noise_rng=gens[_NOISE], callback=epoch_printer(self, plan),
-        )
-        check_released_finite(self, result.theta, plan, clip, learning_rate, bounds is not None)
-        self._store_regression(result.theta, self.fit_intercept, X.dtype, bounds, plan,
-                               learning_rate)
+        theta, learning_rate = run_whole_record_dpsgd(
+            self, X, t, loss, plan, 1,
+            lambda noise_std, n_rows: resolve_regression_learning_rate(
+                self, self.loss, noise_std, plan.schedule, n_rows, bounded=bounds is not None))
+        check_released_finite(self, theta, plan, float(self.max_grad_norm), learning_rate,
+                              bounds is not None)
+        self._store_regression(theta, self.fit_intercept, X.dtype, bounds, plan, learning_rate)
         return self
-
-    def privacy_plan(self, n_samples: int, n_features: int, *,
-                     feature_names: ArrayLike | None = None) -> PrivacyPlan:
-        """What a fit on ``n_samples`` × ``n_features`` data spends and protects.
-
-        Computed from public quantities only (the shape and the parameters);
-        ``fit`` runs with the σ it holds and stores it as ``privacy_plan_``.
-
-        Parameters
-        ----------
-        n_samples : int
-            Number of training rows.
-        n_features : int
-            Number of input columns.
-        feature_names : array-like of str or None, default=None
-            Column names (unused: DP-SGD protects whole records).
-
-        Returns
-        -------
-        plan : PrivacyPlan
-        """
-        check_budget_params(self)
-        schedule = dpsgd_schedule(self, n_samples)
-        sigma, event, spent, accountant = calibrate_dpsgd(self, schedule.sampling_rate,
-                                                          schedule.steps)
-        return record_plan(event, spent, float(self.delta), accountant,
-                           noise_multiplier=sigma, schedule=schedule)
 
 
 def check_released_finite(est, theta, plan, max_grad_norm, learning_rate, bounded, *,

@@ -505,6 +505,7 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
         self._store(coef, intercept, classes, plan, learning_rate, prep.released)
         return self
 
+    @fill_doc
     def privacy_plan(self, n_samples: int, n_features: int, *,
                      feature_names: ArrayLike | None = None) -> PrivacyPlan:
         """What a fit on ``n_samples`` × ``n_features`` data spends and protects.
@@ -518,10 +519,7 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
 
         Parameters
         ----------
-        n_samples : int
-            Number of training rows.
-        n_features : int
-            Number of input columns.
+        [[plan_shape]]
         feature_names : array-like of str or None, default=None
             Column names (unused: DPSGD-F protects whole records).
 

@@ -487,6 +487,7 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
         self._fitted_plan = plan  # privacy_plan_ and dp_event_ are built from it when asked
         return self
 
+    @fill_doc
     def privacy_plan(self, n_samples: int, n_features: int, *,
                      feature_names: ArrayLike | None = None) -> PrivacyPlan:
         """What a fit on ``n_samples`` × ``n_features`` data spends and protects.
@@ -504,10 +505,7 @@ class FeatureDPLinearRegression(RegressorMixin, BaseEstimator):
 
         Parameters
         ----------
-        n_samples : int
-            Number of training rows.
-        n_features : int
-            Number of input columns.
+        [[plan_shape]]
         feature_names : array-like of str or None, default=None
             Column names, to resolve names in the feature specs and to name
             the protected columns (else ``"x<i>"``).

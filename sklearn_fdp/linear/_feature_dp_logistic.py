@@ -19,16 +19,10 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import accounting
-from .._budget import (
-    calibrate_dpsgd,
-    check_budget_params,
-    dpsgd_schedule,
-    resolve_public_batch_size,
-)
 from .._distributed import partitioned_labels, use_cluster
 from .._docs import fill_doc
+from .._engine import LinearLoss, run_dp_sgd, split_theta
 from .._outofcore import is_dask_array, training_dtype
-from .._engine import LinearGradientOracle, LinearLoss, run_dp_sgd, split_theta
 from .._mechanisms.fdp import (
     PUBLIC_LOSSES,
     alg1_oracles,
@@ -43,10 +37,9 @@ from .._mechanisms.label_statistic import (
     minimise_label_free_objective,
     release_label_statistic,
 )
-from .._plan import DPSGDSchedule, feature_plan
+from .._plan import DPSGDSchedule
 from .._progress import progress_reporter
-from .._random import spawn_generators
-from .._validation import Interval, StrOptions, _fit_context, atomic_fit, check_delta_vs_n
+from .._validation import Interval, StrOptions, _fit_context, atomic_fit
 from ..features import check_label_in_spec, resolve_feature_spec, spec_feature_names
 from ._base import (
     _INIT,
@@ -60,11 +53,11 @@ from ._base import (
     resolve_learning_rate,
     validate_linear_data,
 )
+from ._feature_dp_sgd import FeatureDPSGD, dpsgd_start
 
 if TYPE_CHECKING:  # annotations only
     from typing import Literal, Self
 
-    from .._plan import PrivacyPlan
     from .._typing import ArrayLike, FeatureSpec, MatrixLike, RandomStateLike
 
 METHODS = ("auto", "alg1", "dpsgd", "sufficient_statistic")
@@ -86,7 +79,7 @@ _AUTO_CLIP_ALG1 = 0.5
 # label_public=True: the cap 4 of the rule (tuned for DP-SGD, clip 1) times this.
 _AUTO_LR_CAP_ALG1 = 4.0
 # Chosen in issue 20 (the defaults benchmark's FDP ≥ DP-SGD check failed on
-# Adult at ε = 1, test split) by benchmarks/bench_fdp_lr.py among cap factors
+# Adult at ε = 1, test split) by benchmarks/studies/bench_fdp_lr.py among cap factors
 # {1, 2, 4}, on validation splits only (70/30 of adult.data, never adult.test;
 # Purchase-like data of another seed than the benchmarks'). On Adult, FDP sat
 # at the cap 4 at every ε: Algorithm 1 starts from the public-only model and
@@ -129,7 +122,7 @@ def _auto_alpha(noise_std, batch_size, n_rows):
     classes. Every quantity is public (σ, C, B, d): α costs no privacy.
 
     Chosen in issue 20 ("FDP never below public-only") by
-    ``benchmarks/bench_fdp_alpha.py`` on validation splits only (30 % of
+    ``benchmarks/studies/bench_fdp_alpha.py`` on validation splits only (30 % of
     adult.data, never adult.test; Purchase-like samples of another seed than
     the benchmarks' test data): ``c / nu`` for c in {0.05 (the rule until
     then), 0.02, 0.01}, ``(0.05 / nu)²`` and the combination, on Adult with
@@ -221,12 +214,7 @@ def _fit_alg1(est, X, y, loss, plan, gens):
 
 def _fit_dpsgd(est, X, y, loss, plan, gens):
     """FDP (DP-SGD), §6.3: public pretraining, then DP-SGD on the whole loss."""
-    if est.public_epochs != "auto" and est.public_epochs > 0:
-        X, scale = rescaled_for_public_steps(X, plan.details["public_mask"])
-    else:
-        scale = 1.0
-    private = LinearGradientOracle(X, y, loss, est.fit_intercept, plan.details["max_grad_norm"])
-    theta0 = _pretrained(est, X, y, loss, plan, gens[_INIT])
+    X, scale, private, theta0 = dpsgd_start(est, X, y, loss, plan, gens, _pretrained)
     return _run_engine(est, X, theta0, private, None, plan, gens, 1.0, scale)
 
 
@@ -273,7 +261,7 @@ _AUTO_CLIP = {"alg1": _AUTO_CLIP_ALG1, "dpsgd": 1.0, "sufficient_statistic": 1.0
 
 
 @fill_doc
-class FeatureDPLogisticRegression(BaseDPLinearClassifier):
+class FeatureDPLogisticRegression(FeatureDPSGD, BaseDPLinearClassifier):
     """Logistic regression with feature differential privacy (FDP Algorithm 1).
 
     Some columns of ``X`` (and optionally the label) are public: they may
@@ -374,7 +362,7 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         batch ``B``; ``cap = 4 k^0.3`` (DP-SGD's rule), and 16 for
         ``method="alg1"`` with two classes and ``label_public=True``, where
         Algorithm 1 sat at the cap 4 on Adult and the larger one gained on
-        validation splits (issue 20; ``benchmarks/bench_fdp_lr.py``, see
+        validation splits (issue 20; ``benchmarks/studies/bench_fdp_lr.py``, see
         ``_AUTO_LR_CAP_ALG1``). ``learning_rate_`` records the value used.
     [[lr_schedule]]
     momentum : float, default=0.9
@@ -614,21 +602,14 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
             X, classes, y_index = partitioned_labels(self, X, y)
         else:
             X, classes, y_index = validate_linear_data(self, X, y)
-        n_samples, n_features = X.shape
+        n_features = X.shape[1]
         name = type(self).__name__
-        check_delta_vs_n(self.delta, n_samples, name)
-        names = spec_feature_names(self, n_features, feature_names)
-        plan = self.privacy_plan(n_samples, n_features, feature_names=names)
-        method, public_mask = plan.details["method"], plan.details["public_mask"]
+        names, plan, gens = self._plan_feature_fit(X, feature_names)
         loss = LinearLoss("log_loss", n_outputs_of(classes))
-        # noise="secure": the batch coins and the noise come from the OS CSPRNG
-        # (Algorithm 1's private padding too: alg1_oracles decides that).
-        gens = spawn_generators(self.random_state, 4, noise=self.noise,
-                                private_streams=(_SAMPLE, _NOISE))
         targets = (y_index.map_blocks(loss.encode, dtype=np.float64 if loss.n_outputs == 1
                                       else np.intp)
                    if is_dask_array(y_index) else loss.encode(y_index))
-        run = _METHOD_RUNS[method](self, X, targets, loss, plan, gens)
+        run = _METHOD_RUNS[plan.details["method"]](self, X, targets, loss, plan, gens)
         # A check of the released (DP) parameters only: post-processing, free.
         if not np.all(np.isfinite(run.theta)):
             raise ValueError(
@@ -644,16 +625,7 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
         self._store_linear(*split_theta(theta, self.fit_intercept, training_dtype(X.dtype, name)),
                            classes, plan,
                            run.learning_rate, n_iter=run.n_iter)
-        self.method_ = method
-        self.feature_names_ = names
-        self.public_mask_ = public_mask
-        self.public_features_ = np.flatnonzero(public_mask)
-        self.private_features_ = np.flatnonzero(~public_mask)
-        self.label_public_ = bool(self.label_public)
-        self.public_batch_size_ = plan.details["public_batch_size"]
-        self.public_scale_ = run.public_scale
-        self.alpha_ = run.alpha
-        self.max_grad_norm_ = run.max_grad_norm
+        self._store_feature_split(names, plan, run)
         self.l2_regularization_ = run.l2_regularization
         return self
 
@@ -666,64 +638,19 @@ class FeatureDPLogisticRegression(BaseDPLinearClassifier):
                                            label_public=self.label_public)
         return _resolve_method(self, public_mask) == "sufficient_statistic"
 
-    def privacy_plan(self, n_samples: int, n_features: int, *,
-                     feature_names: ArrayLike | None = None) -> PrivacyPlan:
-        """What a fit on ``n_samples`` × ``n_features`` data spends and protects.
+    _AUTO_CLIP = _AUTO_CLIP
+    _LABEL_FREE_PRETRAINING = (
+        "with a private label the public loss is label-free (its gradient x pᵀ pushes every "
+        "score down) and pretraining on it alone has no minimiser.")
 
-        Computed from public quantities only (the shape, the column names
-        and the parameters); ``fit`` runs with the σ it holds and stores it
-        as ``privacy_plan_``. It protects the private columns (and the
-        label unless ``label_public``); its ``details`` hold the resolved
-        ``method``, ``public_mask``, ``max_grad_norm`` (for
-        ``"sufficient_statistic"`` the fit may clip lower, see
-        ``max_grad_norm_``) and ``public_batch_size``.
+    def _resolve_method(self, public_mask):
+        return _resolve_method(self, public_mask)
 
-        Parameters
-        ----------
-        n_samples : int
-            Number of training rows.
-        n_features : int
-            Number of input columns.
-        feature_names : array-like of str or None, default=None
-            Column names, to resolve names in ``public_features`` /
-            ``private_features`` and to name the protected columns (else
-            ``"x<i>"``).
-
-        Returns
-        -------
-        plan : PrivacyPlan
-        """
-        check_budget_params(self)
-        name = type(self).__name__
-        if self.public_epochs != "auto" and self.public_epochs > 0 and not self.label_public:
-            raise ValueError(
-                f"public_epochs={self.public_epochs!r} of {name} needs "
-                "label_public=True: with a private label the public loss is label-free "
-                "(its gradient x pᵀ pushes every score down) and pretraining on it "
-                "alone has no minimiser. Set public_epochs=0 or label_public=True."
-            )
-        sgd = dpsgd_schedule(self, n_samples)  # checks batch_size for every method
-        public_mask = resolve_feature_spec(self.public_features, self.private_features,
-                                           n_features, feature_names, name,
-                                           label_public=self.label_public)
-        method = _resolve_method(self, public_mask)
-        details = dict(
-            method=method, public_mask=public_mask,
-            max_grad_norm=(_AUTO_CLIP[method] if self.max_grad_norm == "auto"
-                           else float(self.max_grad_norm)),
-            public_batch_size=resolve_public_batch_size(self, sgd.batch_size, n_samples),
-        )
+    def _plan_schedule(self, method, sgd, n_samples):
         # The label statistic is one Gaussian release: a DP-SGD step at rate 1.
-        schedule = (DPSGDSchedule(batch_size=n_samples, sampling_rate=1.0, steps=1)
-                    if method == "sufficient_statistic" else sgd)
-        sigma, event, spent, accountant = calibrate_dpsgd(self, schedule.sampling_rate,
-                                                          schedule.steps)
-        private = np.flatnonzero(~public_mask)
-        protected = ([f"x{int(i)}" for i in private] if feature_names is None
-                     else [str(feature_names[int(i)]) for i in private])
-        return feature_plan(event, spent, float(self.delta), accountant, protected,
-                            not self.label_public, protected_columns=private,
-                            noise_multiplier=sigma, schedule=schedule, details=details)
+        if method == "sufficient_statistic":
+            return DPSGDSchedule(batch_size=n_samples, sampling_rate=1.0, steps=1)
+        return sgd
 
 
 def _resolve_method(est, public_mask):

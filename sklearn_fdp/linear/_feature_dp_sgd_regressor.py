@@ -16,14 +16,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._budget import (
-    calibrate_dpsgd,
-    check_budget_params,
-    dpsgd_schedule,
-    resolve_public_batch_size,
-)
 from .._docs import fill_doc
-from .._engine import LinearGradientOracle, run_dp_sgd
+from .._engine import run_dp_sgd
 from .._mechanisms.fdp import (
     PUBLIC_LOSSES,
     alg1_oracles,
@@ -32,10 +26,8 @@ from .._mechanisms.fdp import (
     rescaled_for_public_steps,
     unscale_weights,
 )
-from .._plan import feature_plan
-from .._random import spawn_generators
-from .._validation import Interval, StrOptions, _fit_context, atomic_fit, check_delta_vs_n
-from ..features import check_label_in_spec, resolve_feature_spec, spec_feature_names
+from .._validation import Interval, StrOptions, _fit_context, atomic_fit
+from ..features import check_label_in_spec
 from ._base import (
     _INIT,
     _NOISE,
@@ -50,11 +42,11 @@ from ._base import (
 )
 from ._dpsgd_regressor import check_released_finite, regression_loss
 from ._feature_dp_logistic import _AUTO_CLIP_ALG1, _auto_alpha
+from ._feature_dp_sgd import FeatureDPSGD, dpsgd_start
 
 if TYPE_CHECKING:  # annotations only
     from typing import Literal, Self
 
-    from .._plan import PrivacyPlan
     from .._typing import ArrayLike, FeatureSpec, MatrixLike, RandomStateLike
 
 METHODS = ("auto", "alg1", "dpsgd")
@@ -123,14 +115,7 @@ def _fit_alg1(est, X, y, loss, plan, gens, bounded):
 
 def _fit_dpsgd(est, X, y, loss, plan, gens, bounded):
     """FDP (DP-SGD), §6.3: public pretraining, then DP-SGD on the whole loss."""
-    # Only public SGD steps need the rescaling (the least-squares start reads
-    # the public columns as they are; the DP-SGD steps are clipped).
-    if est.public_epochs != "auto" and est.public_epochs > 0:
-        X, scale = rescaled_for_public_steps(X, plan.details["public_mask"])
-    else:
-        scale = 1.0
-    private = LinearGradientOracle(X, y, loss, est.fit_intercept, plan.details["max_grad_norm"])
-    theta0 = _pretrained(est, X, y, loss, plan, gens[_INIT])
+    X, scale, private, theta0 = dpsgd_start(est, X, y, loss, plan, gens, _pretrained)
     return _run_engine(est, X, theta0, private, None, plan, gens, 1.0, scale, bounded)
 
 
@@ -141,7 +126,7 @@ _AUTO_CLIP = {"alg1": _AUTO_CLIP_ALG1, "dpsgd": 1.0}
 
 
 @fill_doc
-class FeatureDPSGDRegressor(BaseDPLinearRegressor):
+class FeatureDPSGDRegressor(FeatureDPSGD, BaseDPLinearRegressor):
     """Linear regression with feature differential privacy (FDP Algorithm 1).
 
     The regression twin of :class:`FeatureDPLogisticRegression`'s SGD
@@ -433,85 +418,27 @@ class FeatureDPSGDRegressor(BaseDPLinearRegressor):
         """
         check_label_in_spec(self, X, y)
         X, y = validate_regression_data(self, X, y)
-        n_samples, n_features = X.shape
-        check_delta_vs_n(self.delta, n_samples, type(self).__name__)
-        names = spec_feature_names(self, n_features, feature_names)
-        plan = self.privacy_plan(n_samples, n_features, feature_names=names)
-        method, public_mask = plan.details["method"], plan.details["public_mask"]
+        names, plan, gens = self._plan_feature_fit(X, feature_names)
         t, bounds = scaled_target(self, y)
         loss = regression_loss(self, bounds)
-        # noise="secure": the batch coins and the noise come from the OS CSPRNG
-        # (Algorithm 1's private padding too: alg1_oracles decides that).
-        gens = spawn_generators(self.random_state, 4, noise=self.noise,
-                                private_streams=(_SAMPLE, _NOISE))
-        run = _METHOD_RUNS[method](self, X, loss.encode(t), loss, plan, gens,
-                                   bounds is not None)
+        run = _METHOD_RUNS[plan.details["method"]](self, X, loss.encode(t), loss, plan, gens,
+                                                   bounds is not None)
         check_released_finite(self, run.theta, plan, run.max_grad_norm, run.learning_rate,
                               bounds is not None, noise_scale=run.alpha)  # DP values: free
-        theta = unscale_weights(run.theta, run.public_scale, n_features)
+        theta = unscale_weights(run.theta, run.public_scale, X.shape[1])
         self._store_regression(theta, self.fit_intercept, X.dtype, bounds, plan,
                                run.learning_rate)
-        self.method_ = method
-        self.feature_names_ = names
-        self.public_mask_ = public_mask
-        self.public_features_ = np.flatnonzero(public_mask)
-        self.private_features_ = np.flatnonzero(~public_mask)
-        self.label_public_ = bool(self.label_public)
-        self.public_batch_size_ = plan.details["public_batch_size"]
-        self.public_scale_ = run.public_scale
-        self.alpha_ = run.alpha
-        self.max_grad_norm_ = run.max_grad_norm
+        self._store_feature_split(names, plan, run)
         return self
 
-    def privacy_plan(self, n_samples: int, n_features: int, *,
-                     feature_names: ArrayLike | None = None) -> PrivacyPlan:
-        """What a fit on ``n_samples`` × ``n_features`` data spends and protects.
+    _AUTO_CLIP = _AUTO_CLIP
+    _LABEL_FREE_PRETRAINING = (
+        "with a private target the public loss is label-free (½ z², which pulls every "
+        "prediction to the centre) and pretraining on it alone learns nothing.")
 
-        Computed from public quantities only (the shape, the column names
-        and the parameters); ``fit`` runs with the σ it holds and stores it
-        as ``privacy_plan_``. Its ``details`` hold the resolved ``method``,
-        ``public_mask``, ``max_grad_norm`` and ``public_batch_size``.
-
-        Parameters
-        ----------
-        n_samples : int
-            Number of training rows.
-        n_features : int
-            Number of input columns.
-        feature_names : array-like of str or None, default=None
-            Column names, to resolve names in ``public_features`` /
-            ``private_features`` and to name the protected columns.
-
-        Returns
-        -------
-        plan : PrivacyPlan
-        """
-        check_budget_params(self)
-        name = type(self).__name__
-        if self.public_epochs != "auto" and self.public_epochs > 0 and not self.label_public:
-            raise ValueError(
-                f"public_epochs={self.public_epochs!r} of {name} needs label_public=True: with "
-                "a private target the public loss is label-free (½ z², which pulls every "
-                "prediction to the centre) and pretraining on it alone learns nothing. Set "
-                "public_epochs=0 or label_public=True."
-            )
-        sgd = dpsgd_schedule(self, n_samples)
-        public_mask = resolve_feature_spec(self.public_features, self.private_features,
-                                           n_features, feature_names, name,
-                                           label_public=self.label_public)
+    def _resolve_method(self, public_mask):
         method = "alg1" if self.method == "auto" else self.method
         if method == "alg1" and not self.label_public and self.loss != "squared_error":
-            raise ValueError(f"{name}: " + label_free_error(self.loss, "method='alg1'"))
-        details = dict(
-            method=method, public_mask=public_mask,
-            max_grad_norm=(_AUTO_CLIP[method] if self.max_grad_norm == "auto"
-                           else float(self.max_grad_norm)),
-            public_batch_size=resolve_public_batch_size(self, sgd.batch_size, n_samples),
-        )
-        sigma, event, spent, accountant = calibrate_dpsgd(self, sgd.sampling_rate, sgd.steps)
-        private = np.flatnonzero(~public_mask)
-        protected = ([f"x{int(i)}" for i in private] if feature_names is None
-                     else [str(feature_names[int(i)]) for i in private])
-        return feature_plan(event, spent, float(self.delta), accountant, protected,
-                            not self.label_public, protected_columns=private,
-                            noise_multiplier=sigma, schedule=sgd, details=details)
+            raise ValueError(f"{type(self).__name__}: "
+                             + label_free_error(self.loss, "method='alg1'"))
+        return method

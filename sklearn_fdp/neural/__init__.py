@@ -5,6 +5,7 @@ does, and raises an :class:`ImportError` saying how to install it when torch
 is missing.
 """
 
-from ._mlp import MLPFeatureDP, MLPFeatureDPRegressor
+from ._mlp_classifier import MLPFeatureDP
+from ._mlp_regressor import MLPFeatureDPRegressor
 
 __all__ = ["MLPFeatureDP", "MLPFeatureDPRegressor"]

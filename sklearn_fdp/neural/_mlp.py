@@ -1,14 +1,16 @@
-"""MLPFeatureDP and MLPFeatureDPRegressor: multi-layer perceptrons trained with feature DP.
+"""What MLPFeatureDP and MLPFeatureDPRegressor share: multi-layer perceptrons trained with feature DP.
 
 torch is imported lazily (inside functions), so ``import sklearn_fdp`` works
 without it; the estimators raise an :class:`ImportError` naming the extra to
 install when they are constructed without torch.
 
-This module holds the estimators: parameters, validation, the privacy plan,
-the network's architecture and persistence, prediction. Both share
-:class:`_BaseMLPFeatureDP`; they differ only in their targets (one-hot
-labels and the cross-entropy, or a target mapped to [-1, 1] by the public
-``y_bounds`` and the squared error) and in what they predict. What runs on
+This module holds what the two estimators share (:class:`_BaseMLPFeatureDP`):
+parameters, validation, the privacy plan, the network's architecture and
+persistence, the forward pass. The estimators are in ``_mlp_classifier.py``
+(:class:`MLPFeatureDP`: one-hot labels and the cross-entropy) and
+``_mlp_regressor.py`` (:class:`MLPFeatureDPRegressor`: a target mapped to
+[-1, 1] by the public ``y_bounds`` and the squared error); they differ only
+in their targets and in what they predict. What runs on
 the private data (FDP Algorithm 1's private step, its random streams, the
 training loop, the losses) lives in :mod:`sklearn_fdp.neural._alg1`.
 """
@@ -23,7 +25,7 @@ from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import accounting
@@ -45,25 +47,16 @@ from .._validation import (
     NEIGHBORING_CONSTRAINT,
     Interval,
     StrOptions,
-    _fit_context,
-    atomic_fit,
     check_delta_vs_n,
     check_row_norms_finite,
-    check_y_bounds,
-    encode_labels,
     validate_numeric_data,
-    warn_clipped_targets,
 )
 from ..features import check_label_in_spec, resolve_feature_spec, spec_feature_names
 from ._alg1 import Trainer, _torch_generator, compute_dtype, spawn_streams, train
 
 if TYPE_CHECKING:  # annotations only
-    from typing import Literal, Self
-
     from .._plan import PrivacyPlan
-    from .._typing import ArrayLike, FeatureSpec, MatrixLike, RandomStateLike
-
-__all__ = ["MLPFeatureDP", "MLPFeatureDPRegressor"]
+    from .._typing import ArrayLike
 
 _TORCH_HINT = (
     "{name} needs PyTorch, which is not installed. Install the optional extra: "
@@ -118,7 +111,7 @@ def _auto_alpha(noise_multiplier, max_grad_norm, n_features, batch_size, n_class
     instead of drifting to one class; the squared term takes over once
     ``nu > 1.225`` (very small ε or small n) and shrinks α faster.
 
-    Chosen in issue 20 by ``benchmarks/bench_mlp_alpha.py`` on validation
+    Chosen in issue 20 by ``benchmarks/studies/bench_mlp_alpha.py`` on validation
     splits only (30 % of adult.data, never adult.test, on all 22,792
     training rows and on 750; Purchase-like data of another seed than the
     benchmarks' test data), at ε in {0.03, 0.1, 1}: among α = 1 without
@@ -280,7 +273,7 @@ alpha : float or "auto", default="auto"
     noise; 1 when the label is private (``ℓ_pub`` then knows no label to
     fall back on). A rule of public quantities only, chosen on
     validation splits of adult.data and Purchase-like data (user guide,
-    "Never below the public-only model"; ``benchmarks/bench_mlp_alpha.py``).
+    "Never below the public-only model"; ``benchmarks/studies/bench_mlp_alpha.py``).
     ``alpha_`` records the value used. Until issue 20 the default was 1.""",
     "public_batch_size": """\
 public_batch_size : int or "auto", default="auto"
@@ -497,6 +490,7 @@ class _BaseMLPFeatureDP(BaseEstimator):
             return 0
         return resolve_public_batch_size(self, batch_size, n_samples)
 
+    @fill_doc
     def privacy_plan(self, n_samples: int, n_features: int, *,
                      feature_names: ArrayLike | None = None,
                      n_classes: int | None = None) -> PrivacyPlan:
@@ -511,10 +505,7 @@ class _BaseMLPFeatureDP(BaseEstimator):
 
         Parameters
         ----------
-        n_samples : int
-            Number of training rows.
-        n_features : int
-            Number of input columns.
+        [[plan_shape]]
         feature_names : array-like of str or None, default=None
             Column names, to resolve feature specs given by name and to name
             the protected columns.
@@ -749,524 +740,4 @@ class _BaseMLPFeatureDP(BaseEstimator):
         tags.input_tags.sparse = False
         # noise="secure" draws from the OS CSPRNG: random_state does not fix the fit.
         tags.non_deterministic = self.noise == "secure"
-        return tags
-
-
-@_fill_mlp_doc
-class MLPFeatureDP(ClassifierMixin, _BaseMLPFeatureDP):
-    """Multi-layer perceptron trained with feature differential privacy (PyTorch).
-
-    Some columns of ``X`` (and optionally the label) are public, the other
-    columns of every record are protected. With ``method="alg1"`` each step
-    follows FDP Algorithm 1: per-example gradients of ``ℓ − ℓ_pub`` on a
-    Poisson batch (``ℓ_pub`` sees only the public part of a record) are
-    clipped and noised as in DP-SGD, and the exact gradient of ``ℓ_pub`` on a
-    separate uniform public batch is added for free. The run is
-    (ε, δ)-feature-DP for the private columns, with ε computed by
-    dp-accounting for the Poisson-subsampled Gaussian, exactly as for
-    :class:`~sklearn_fdp.FeatureDPLogisticRegression`.
-
-    Needs the optional extra ``[torch]`` (``pip install '.[torch]'`` from the source
-    tree).
-
-    Parameters
-    ----------
-    [[hidden_layer_sizes]]
-    [[activation]]
-    [[feature_specs]]
-    label_public : bool, default=False
-        Whether the label is public too. If False, ``ℓ_pub`` is the
-        label-free cross-entropy against the uniform prior.
-    [[public_loss]]
-    [[mlp_method]]
-    [[mlp_alpha_auto]]
-    [[public_batch_size]]
-    public_epochs : float or "auto", default="auto"
-        Passes of noise-free SGD on ``ℓ_pub`` before the private run (free:
-        Remark 2 of the paper). A number > 0 needs ``label_public=True``
-        (the label-free ``ℓ_pub`` has no minimiser) and ``method`` other
-        than ``"dp"``. ``"auto"``: 500 steps of ``public_batch_size_`` rows
-        when the label and some columns are public (``method`` ``"alg1"``
-        or ``"dpsgd"`` and ``label_public=True``), none otherwise: at small
-        n the noisy run has few steps (35 on 750 rows), too few to train
-        the network on the public loss alone; chosen with ``alpha="auto"``
-        on validation data. ``public_steps_`` records the number of steps.
-        Until issue 20 the default was 0.
-    [[epsilon]]
-    [[delta]]
-    [[mlp_max_grad_norm]]
-    [[noise_multiplier]]
-    [[mlp_batch_size]]
-    [[epochs]]
-    [[mlp_learning_rate]]
-    [[mlp_momentum]]
-    [[accountant]]
-    [[neighboring]]
-    [[device]]
-    [[per_example]]
-    [[mlp_random_state]]
-    [[mlp_noise]]
-    [[mlp_verbose]]
-    [[classes]]
-
-    Attributes
-    ----------
-    classes_ : ndarray of shape (n_classes,)
-    [[mlp_fitted_inputs]]
-    [[mlp_fitted_privacy]]
-
-    Notes
-    -----
-    Privacy: unit = the private columns of one record (and its label unless
-    ``label_public``); feature DP relative to the public part Ψ(x) (FDP
-    paper, Def. 6 under ``"add_remove"``, Def. 5 under ``"replace"``);
-    ``method="dp"`` gives record-level DP. Per-example clipping of
-    ``∇ℓ − ∇ℓ_pub`` (of ``∇ℓ`` for ``"dpsgd"``/``"dp"``) to ``max_grad_norm``,
-    Gaussian noise of std ``σ C``, sums divided by the expected batch size;
-    ε by dp-accounting for ``steps_`` Poisson-subsampled Gaussian steps
-    (Thm. 5), the same event as :class:`~sklearn_fdp.DPSGDClassifier`'s. The
-    public batches, their padding and the padding of the private batch's
-    ``ℓ_pub`` term come from generators of their own, never the Poisson
-    sampler's (Prop. 3); with ``noise="secure"`` the private batch's padding
-    is drawn from the OS CSPRNG, like the noise. Public pretraining reads
-    public data only (Remark 2). NOT protected: the public columns, the label when
-    ``label_public=True``, ``n``, the set of classes (read from ``y`` unless
-    ``classes`` is given), and the training loss
-    printed when ``verbose`` (a diagnostic computed on the private data).
-    torch's generators are not cryptographically secure.
-
-    See Also
-    --------
-    MLPFeatureDPRegressor : the same network for a real-valued target.
-    FeatureDPLogisticRegression : the linear model with the same splits.
-    sklearn.neural_network.MLPClassifier : the non-private model.
-
-    References
-    ----------
-    Mahloujifar, Guo et al., "Machine Learning with Privacy for Protected
-    Attributes": §5 (Algorithm 1, Thm. 5, Prop. 3, Remark 2) and §6.2.
-
-    Examples
-    --------
-    >>> from sklearn.datasets import make_classification
-    >>> from sklearn_fdp import MLPFeatureDP
-    >>> X, y = make_classification(n_samples=500, n_features=6, random_state=0)
-    >>> clf = MLPFeatureDP(hidden_layer_sizes=(16,), private_features=[0, 1],
-    ...                    label_public=True, epsilon=2.0, epochs=2, delta=1e-4,
-    ...                    device="cpu", random_state=0).fit(X, y)
-    >>> clf.private_features_.tolist(), bool(clf.epsilon_ <= 2.0)
-    ([0, 1], True)
-    """
-
-    _loss = "cross_entropy"
-
-    _parameter_constraints: dict = {
-        **_BaseMLPFeatureDP._parameter_constraints,
-        "classes": ["array-like", None],
-    }
-
-    def __init__(
-        self,
-        *,
-        hidden_layer_sizes: int | tuple[int, ...] = (300,),
-        activation: Literal["identity", "logistic", "relu", "tanh"] = "relu",
-        public_features: FeatureSpec = None,
-        private_features: FeatureSpec = None,
-        label_public: bool = False,
-        public_loss: Literal["gaussian_pad", "mask"] = "mask",
-        method: Literal["alg1", "dp", "dpsgd"] = "alg1",
-        epsilon: float | None = 1.0,
-        delta: float = 1e-5,
-        max_grad_norm: float = 1.0,
-        noise_multiplier: float | None = None,
-        alpha: float | Literal["auto"] = "auto",
-        batch_size: int | Literal["auto"] = "auto",
-        public_batch_size: int | Literal["auto"] = "auto",
-        public_epochs: float | Literal["auto"] = "auto",
-        epochs: float = 10.0,
-        learning_rate: float = 0.1,
-        momentum: float = 0.9,
-        accountant: Literal["auto", "pld", "rdp"] = "auto",
-        neighboring: Literal["add_remove", "replace"] = "add_remove",
-        device: Literal["auto", "cpu", "cuda"] = "auto",
-        per_example: Literal["outer", "vmap"] = "outer",
-        random_state: RandomStateLike = None,
-        noise: Literal["default", "secure"] = "default",
-        verbose: int = 0,
-        classes: ArrayLike | None = None,
-    ) -> None:
-        _import_torch("MLPFeatureDP")  # fail early, with the install hint
-        self.hidden_layer_sizes = hidden_layer_sizes
-        self.activation = activation
-        self.public_features = public_features
-        self.private_features = private_features
-        self.label_public = label_public
-        self.public_loss = public_loss
-        self.method = method
-        self.epsilon = epsilon
-        self.delta = delta
-        self.max_grad_norm = max_grad_norm
-        self.noise_multiplier = noise_multiplier
-        self.alpha = alpha
-        self.batch_size = batch_size
-        self.public_batch_size = public_batch_size
-        self.public_epochs = public_epochs
-        self.epochs = epochs
-        self.learning_rate = learning_rate
-        self.momentum = momentum
-        self.accountant = accountant
-        self.neighboring = neighboring
-        self.device = device
-        self.per_example = per_example
-        self.random_state = random_state
-        self.noise = noise
-        self.verbose = verbose
-        self.classes = classes
-
-    def _training_data(self, X, y):
-        """``(X, Y, {"classes_": classes})``: ``Y`` the one-hot labels (float32)."""
-        X, y = self._validate_features(X, y, y_numeric=False)
-        classes, y_index = encode_labels(self, y, self.classes)
-        Y = np.eye(len(classes), dtype=np.float32)[y_index]
-        return X, Y, {"classes_": classes}
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    @atomic_fit
-    def fit(self, X: MatrixLike, y: ArrayLike, feature_names: ArrayLike | None = None) -> Self:
-        """Train the network privately.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data (dense). Scale the columns to a data-independent
-            range; clipping bounds every per-example gradient anyway.
-        y : array-like of shape (n_samples,)
-            Class labels.
-        feature_names : sequence of str or None, default=None
-            Names of X's columns, used only to resolve column names in
-            ``public_features``/``private_features`` when X has none.
-            :func:`sklearn_fdp.pipeline.make_private_pipeline` passes them;
-            they are stored in ``feature_names_``, not in
-            ``feature_names_in_``.
-
-        Returns
-        -------
-        self : MLPFeatureDP
-        """
-        return self._fit(X, y, feature_names)
-
-    def predict_proba(self, X: MatrixLike) -> np.ndarray:
-        """Class probabilities, computed in batches of rows.
-
-        The forward pass runs in float64 (the weights trained in float32,
-        upcast exactly), so a row's probabilities do not depend on the other
-        rows predicted with it beyond float64 rounding (~1e-16): in float32
-        the BLAS kernel chosen for the batch's shape changed them by up to
-        ~1e-7.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows to classify, with the columns seen in ``fit``.
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_classes)
-        """
-        return self._forward(X, lambda torch, z: torch.softmax(z, dim=1))
-
-    def predict_log_proba(self, X: MatrixLike) -> np.ndarray:
-        """Log of :meth:`predict_proba`.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows to classify, with the columns seen in ``fit``.
-
-        Returns
-        -------
-        log_proba : ndarray of shape (n_samples, n_classes)
-        """
-        with np.errstate(divide="ignore"):
-            return np.log(self.predict_proba(X))
-
-    def predict(self, X: MatrixLike) -> np.ndarray:
-        """Most probable class of every row.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows to classify, with the columns seen in ``fit``.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-        """
-        proba = self.predict_proba(X)
-        return self.classes_[np.argmax(proba, axis=1)]
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        # A private model is noisier than its non-private twin by design.
-        tags.classifier_tags.poor_score = True
-        return tags
-
-
-@_fill_mlp_doc
-class MLPFeatureDPRegressor(RegressorMixin, _BaseMLPFeatureDP):
-    """Multi-layer perceptron regressor (squared error) trained with feature DP (PyTorch).
-
-    The regression twin of :class:`~sklearn_fdp.MLPFeatureDP`: the same
-    network, feature specs, methods (FDP Algorithm 1, public pretraining +
-    DP-SGD, plain DP-SGD), accounting, devices and persistence, with one
-    linear output trained on the squared error. The target is clipped to the
-    public range ``y_bounds = (lo, hi)`` (a warning counts the values
-    clipped) and mapped to [-1, 1] by the public affine map
-    ``t = (y − (lo + hi)/2) / ((hi − lo)/2)`` for training; predictions are
-    mapped back. The run is (ε, δ)-feature-DP for the private columns (and
-    the target unless ``label_public``), with ε computed by dp-accounting
-    for the Poisson-subsampled Gaussian.
-
-    Needs the optional extra ``[torch]`` (``pip install '.[torch]'`` from the source
-    tree).
-
-    Parameters
-    ----------
-    y_bounds : (float, float)
-        Required (the default None raises at ``fit``): the range ``(lo, hi)``
-        the target can take, a public choice made without looking at ``y``
-        (e.g. ``(1, 99)`` hours per week). Targets outside it are clipped to
-        it (with an :class:`~sklearn_fdp.exceptions.FdpWarning` that counts
-        them), and it fixes the affine map to [-1, 1] the network is trained
-        on, so it is never learnt from the data.
-    [[hidden_layer_sizes]]
-    [[activation]]
-    [[feature_specs]]
-    label_public : bool, default=False
-        Whether the target is public too. If False, ``ℓ_pub`` is label-free:
-        ``½ f(x_pub)²``, the squared error against the mean 0 of a uniform
-        prior on the mapped target's range [-1, 1] (the expected squared
-        error under that prior, up to a constant; it reads no ``y``). If
-        True, ``ℓ_pub = ½ (f(x_pub) − t)²``.
-    [[public_loss]]
-    [[mlp_method]]
-    [[alpha]]
-    [[public_batch_size]]
-    public_epochs : float or "auto", default=0.0
-        Passes of noise-free SGD on ``ℓ_pub`` before the private run (free:
-        Remark 2 of the paper). Needs ``label_public=True`` (the label-free
-        ``ℓ_pub`` only pulls every prediction to the middle of ``y_bounds``)
-        and ``method`` other than ``"dp"``. ``"auto"``:
-        :class:`MLPFeatureDP`'s default rule (there), chosen on
-        classification data only.
-    [[epsilon]]
-    [[delta]]
-    [[mlp_max_grad_norm]]
-    [[noise_multiplier]]
-    [[mlp_batch_size]]
-    [[epochs]]
-    [[mlp_learning_rate]]
-    [[mlp_momentum]]
-    [[accountant]]
-    [[neighboring]]
-    [[device]]
-    [[per_example]]
-    [[mlp_random_state]]
-    [[mlp_noise]]
-    [[mlp_verbose]]
-
-    Attributes
-    ----------
-    y_bounds_ : tuple of float
-        ``(lo, hi)``: the target's range used for clipping and the map.
-    [[mlp_fitted_inputs]]
-    [[mlp_fitted_privacy]]
-
-    Notes
-    -----
-    Privacy: unit = the private columns of one record (and its target unless
-    ``label_public``); feature DP relative to the public part Ψ(x) (FDP
-    paper, Def. 6 under ``"add_remove"``, Def. 5 under ``"replace"``);
-    ``method="dp"`` gives record-level DP. Per-example clipping of
-    ``∇ℓ − ∇ℓ_pub`` (of ``∇ℓ`` for ``"dpsgd"``/``"dp"``) to ``max_grad_norm``,
-    Gaussian noise of std ``σ C``, sums divided by the expected batch size;
-    ε by dp-accounting for ``steps_`` Poisson-subsampled Gaussian steps
-    (Thm. 5): the same mechanism, streams and event as
-    :class:`~sklearn_fdp.MLPFeatureDP`'s, only the loss differs. With every
-    feature public and a private target (label DP), a record's private
-    gradient is ``−t ∇f(x)``. NOT protected: the public columns, the target
-    when ``label_public=True``, ``n``, ``y_bounds`` (public by declaration;
-    the warning that counts clipped targets is seen by whoever holds the
-    data, not released), and the training loss printed when ``verbose``.
-    torch's generators are not cryptographically secure.
-
-    See Also
-    --------
-    MLPFeatureDP : the classifier.
-    sklearn.neural_network.MLPRegressor : the non-private model.
-
-    References
-    ----------
-    Mahloujifar, Guo et al., "Machine Learning with Privacy for Protected
-    Attributes": §5 (Algorithm 1, Thm. 5, Prop. 3, Remark 2) and §6.2.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sklearn_fdp import MLPFeatureDPRegressor
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.uniform(-1, 1, size=(500, 4))
-    >>> y = 3 * X[:, 0] - 2 * X[:, 1] + 1
-    >>> reg = MLPFeatureDPRegressor(hidden_layer_sizes=(16,), private_features=[0],
-    ...                             y_bounds=(-5, 7), epsilon=2.0, epochs=2, delta=1e-4,
-    ...                             device="cpu", random_state=0).fit(X, y)
-    >>> reg.private_features_.tolist(), bool(reg.epsilon_ <= 2.0), reg.predict(X).shape
-    ([0], True, (500,))
-    """
-
-    _loss = "squared_error"
-
-    _parameter_constraints: dict = {
-        **_BaseMLPFeatureDP._parameter_constraints,
-        "y_bounds": "no_validation",  # checked by _validation.check_y_bounds
-    }
-
-    def __init__(
-        self,
-        *,
-        y_bounds: tuple[float, float] | None = None,
-        hidden_layer_sizes: int | tuple[int, ...] = (300,),
-        activation: Literal["identity", "logistic", "relu", "tanh"] = "relu",
-        public_features: FeatureSpec = None,
-        private_features: FeatureSpec = None,
-        label_public: bool = False,
-        public_loss: Literal["gaussian_pad", "mask"] = "mask",
-        method: Literal["alg1", "dp", "dpsgd"] = "alg1",
-        epsilon: float | None = 1.0,
-        delta: float = 1e-5,
-        max_grad_norm: float = 1.0,
-        noise_multiplier: float | None = None,
-        alpha: float | Literal["auto"] = 1.0,
-        batch_size: int | Literal["auto"] = "auto",
-        public_batch_size: int | Literal["auto"] = "auto",
-        public_epochs: float | Literal["auto"] = 0.0,
-        epochs: float = 10.0,
-        learning_rate: float = 0.1,
-        momentum: float = 0.9,
-        accountant: Literal["auto", "pld", "rdp"] = "auto",
-        neighboring: Literal["add_remove", "replace"] = "add_remove",
-        device: Literal["auto", "cpu", "cuda"] = "auto",
-        per_example: Literal["outer", "vmap"] = "outer",
-        random_state: RandomStateLike = None,
-        noise: Literal["default", "secure"] = "default",
-        verbose: int = 0,
-    ) -> None:
-        _import_torch("MLPFeatureDPRegressor")  # fail early, with the install hint
-        self.y_bounds = y_bounds
-        self.hidden_layer_sizes = hidden_layer_sizes
-        self.activation = activation
-        self.public_features = public_features
-        self.private_features = private_features
-        self.label_public = label_public
-        self.public_loss = public_loss
-        self.method = method
-        self.epsilon = epsilon
-        self.delta = delta
-        self.max_grad_norm = max_grad_norm
-        self.noise_multiplier = noise_multiplier
-        self.alpha = alpha
-        self.batch_size = batch_size
-        self.public_batch_size = public_batch_size
-        self.public_epochs = public_epochs
-        self.epochs = epochs
-        self.learning_rate = learning_rate
-        self.momentum = momentum
-        self.accountant = accountant
-        self.neighboring = neighboring
-        self.device = device
-        self.per_example = per_example
-        self.random_state = random_state
-        self.noise = noise
-        self.verbose = verbose
-
-    def _check_params(self):
-        super()._check_params()
-        check_y_bounds(self, required=True)
-
-    def _training_data(self, X, y):
-        """``(X, T, {"y_bounds_": (lo, hi)})``: ``T`` the target clipped and mapped to [-1, 1]."""
-        lo, hi = check_y_bounds(self, required=True)
-        X, y = self._validate_features(X, y, y_numeric=True)
-        try:
-            y = np.asarray(y, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"{type(self).__name__} needs a numeric target y; got values of dtype "
-                f"{np.asarray(y).dtype}. Use MLPFeatureDP for class labels."
-            ) from None
-        outside = int(np.count_nonzero((y < lo) | (y > hi)))
-        if outside:
-            warn_clipped_targets(self, outside, len(y), (lo, hi), not self.label_public,
-                                 stacklevel=6)  # the caller of fit
-        return X, self._scale_target(y, lo, hi)[:, None], {"y_bounds_": (lo, hi)}
-
-    @staticmethod
-    def _scale_target(y, lo, hi):
-        """``clip(y, lo, hi)`` mapped to [-1, 1] by the public affine map of ``(lo, hi)``."""
-        centre, half = (lo + hi) / 2.0, (hi - lo) / 2.0
-        return np.clip((np.clip(y, lo, hi) - centre) / half, -1.0, 1.0)
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    @atomic_fit
-    def fit(self, X: MatrixLike, y: ArrayLike, feature_names: ArrayLike | None = None) -> Self:
-        """Train the network privately.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data (dense). Scale the columns to a data-independent
-            range; clipping bounds every per-example gradient anyway.
-        y : array-like of shape (n_samples,)
-            Real-valued target; values outside ``y_bounds`` are clipped to it
-            (with a warning that counts them).
-        feature_names : sequence of str or None, default=None
-            Names of X's columns, used only to resolve column names in
-            ``public_features``/``private_features`` when X has none.
-            :func:`sklearn_fdp.pipeline.make_private_pipeline` passes them;
-            they are stored in ``feature_names_``, not in
-            ``feature_names_in_``.
-
-        Returns
-        -------
-        self : MLPFeatureDPRegressor
-        """
-        return self._fit(X, y, feature_names)
-
-    def predict(self, X: MatrixLike) -> np.ndarray:
-        """Predicted target of every row, in the units of ``y``.
-
-        The network's output ``f(x)`` (trained on the target mapped to
-        [-1, 1]) mapped back: ``(lo + hi)/2 + f(x) (hi − lo)/2``. Computed
-        in float64, in batches of rows (batch-invariant, as
-        :meth:`MLPFeatureDP.predict_proba`), then clipped to ``y_bounds_``
-        (the target never left it in training; post-processing, no privacy
-        cost).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows to predict, with the columns seen in ``fit``.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-        """
-        z = self._forward(X)[:, 0]
-        lo, hi = self.y_bounds_
-        return np.clip((lo + hi) / 2.0 + z * ((hi - lo) / 2.0), lo, hi)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        # A private model is noisier than its non-private twin by design.
-        tags.regressor_tags.poor_score = True
         return tags

@@ -3,7 +3,7 @@
 ``alpha="auto"`` is ``min(1, 0.02 / nu, (0.05 / nu)²)`` with
 ``nu = σ C sqrt(d + 1) / B``:
 a function of public quantities only (σ from the accountant, the clip, the
-number of columns, the batch size), chosen by ``benchmarks/bench_fdp_alpha.py``
+number of columns, the batch size), chosen by ``benchmarks/studies/bench_fdp_alpha.py``
 on validation splits.
 """
 

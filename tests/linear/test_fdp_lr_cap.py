@@ -3,7 +3,7 @@
 For ``method="alg1"`` with two classes (one output column) and a public label
 the cap of the step-size rule ``min(4 k^0.3, sqrt(k) 0.005 B^1.5 / (α σ C
 sqrt(d + 1)))`` is 4 times DP-SGD's: 16. Several classes, a private label and
-``method="dpsgd"`` keep the rule unchanged. Chosen by ``benchmarks/bench_fdp_lr.py`` on validation splits.
+``method="dpsgd"`` keep the rule unchanged. Chosen by ``benchmarks/studies/bench_fdp_lr.py`` on validation splits.
 """
 
 import math

@@ -20,14 +20,7 @@ torch = pytest.importorskip("torch")
 from sklearn_fdp.neural import _alg1, _mlp  # noqa: E402  (after the torch skip)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    # Tiny models: thread start-up costs more than it saves, and results on
-    # the CPU are then bit-reproducible whatever the machine's core count.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")  # tests/conftest.py
 
 
 @pytest.fixture(scope="module")

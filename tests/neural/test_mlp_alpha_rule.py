@@ -2,11 +2,11 @@
 
 ``alpha="auto"`` is ``min(1, c / nu, (0.35 / nu)²)`` with
 ``nu = σ C sqrt(d + 1) / B`` and ``c`` = 0.2 for two classes, 0.1 otherwise
-(issue 20, third round: ``benchmarks/bench_defaults_rules.py``) when the label
+(issue 20, third round: ``benchmarks/studies/bench_defaults_rules.py``) when the label
 is public (1 otherwise);
 ``public_epochs="auto"`` is 500 noise-free steps on ``ℓ_pub`` when the label
 and some columns are public (none otherwise). Both read public quantities
-only and were chosen by ``benchmarks/bench_mlp_alpha.py`` on validation
+only and were chosen by ``benchmarks/studies/bench_mlp_alpha.py`` on validation
 splits.
 """
 
@@ -29,12 +29,7 @@ from sklearn_fdp.neural._mlp import (  # noqa: E402  (after the torch skip)
 )
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")  # tests/conftest.py
 
 
 def _data(seed, n, n_private=40):

@@ -23,12 +23,7 @@ from sklearn_fdp.neural import _mlp  # noqa: E402  (after the torch skip)
 LO, HI = -3.0, 3.0
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")  # tests/conftest.py
 
 
 def _smooth(n, seed):

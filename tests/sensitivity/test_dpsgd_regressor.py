@@ -201,7 +201,7 @@ def test_clipped_sum_sensitivity(path, relation, case):
 
 def _fit_oracle(monkeypatch, est, X, y):
     """The private oracle and engine config ``est.fit`` hands to the engine (no steps run)."""
-    from sklearn_fdp.linear import _dpsgd_regressor
+    from sklearn_fdp.linear import _whole_record  # where DPSGDRegressor runs the engine
 
     seen = {}
 
@@ -209,7 +209,7 @@ def _fit_oracle(monkeypatch, est, X, y):
         seen.update(oracle=oracle, config=config)
         raise RuntimeError("captured")
 
-    monkeypatch.setattr(_dpsgd_regressor, "run_dp_sgd", capture)
+    monkeypatch.setattr(_whole_record, "run_dp_sgd", capture)
     with pytest.raises(RuntimeError, match="captured"):
         with pytest.warns(FdpWarning) if _outside(est, y) else _nothing():
             est.fit(X, y)

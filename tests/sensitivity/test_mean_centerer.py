@@ -35,7 +35,7 @@ class ZeroNoise:
 
 @pytest.fixture
 def zero_noise(monkeypatch):
-    from sklearn_fdp import _preprocessing
+    from sklearn_fdp.preprocessing import _centerer as _preprocessing
 
     monkeypatch.setattr(_preprocessing, "spawn_generators",
                         lambda random_state, n, **kw: [ZeroNoise() for _ in range(n)])

@@ -59,12 +59,7 @@ from sklearn_fdp.neural import _alg1  # noqa: E402
 N_CLASSES = 3
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")  # tests/conftest.py
 
 
 def _estimator(per_example, method, public_loss, label_public, private_idx, C, activation):

@@ -45,12 +45,7 @@ LO, HI = -2.0, 6.0
 TARGET_SCALES = (1e-8, 1.0, 1e8)  # raw targets, relative to the bounds' half width
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")  # tests/conftest.py
 
 
 def _estimator(per_example, method, public_loss, label_public, private_idx, C, activation):

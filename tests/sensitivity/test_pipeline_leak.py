@@ -39,7 +39,7 @@ from sklearn.utils._testing import set_random_state
 
 from sklearn_fdp import FeatureDPLogisticRegression, PrivacyLeakWarning, privacy_report
 from sklearn_fdp import pipeline as fdp_pipeline
-from sklearn_fdp._preprocessing import ROW_SCALINGS
+from sklearn_fdp.preprocessing._centerer import ROW_SCALINGS
 from sklearn_fdp.pipeline import make_private_pipeline
 from sklearn_fdp.preprocessing import BoundedScaler, PrivateMeanCenterer
 

@@ -7,7 +7,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils import check_array
 
-from ._validation import (
+from .._validation import (
     _fit_context,
     atomic_fit,
     check_numeric_columns,

@@ -14,14 +14,14 @@ import numpy as np
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from . import accounting
-from ._distributed import check_partitioned, use_cluster
-from ._docs import fill_doc
-from ._mechanisms.gaussian_mean import gaussian_mean, scale_rows
-from ._outofcore import as_row_source, should_stream, validate_row_source
-from ._plan import record_plan
-from ._random import NOISE_OPTIONS, spawn_generators
-from ._validation import (
+from .. import accounting
+from .._distributed import check_partitioned, use_cluster
+from .._docs import fill_doc
+from .._mechanisms.gaussian_mean import gaussian_mean, scale_rows
+from .._outofcore import as_row_source, should_stream, validate_row_source
+from .._plan import record_plan
+from .._random import NOISE_OPTIONS, spawn_generators
+from .._validation import (
     DELTA_CONSTRAINT,
     Interval,
     StrOptions,
@@ -35,8 +35,8 @@ from ._validation import (
 if TYPE_CHECKING:  # annotations only
     from typing import Literal, Self
 
-    from ._plan import PrivacyPlan
-    from ._typing import ArrayLike, MatrixLike, RandomStateLike
+    from .._plan import PrivacyPlan
+    from .._typing import ArrayLike, MatrixLike, RandomStateLike
 
 __all__ = ["PrivateMeanCenterer"]
 
@@ -239,6 +239,7 @@ class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
         self.privacy_plan_ = plan
         return self
 
+    @fill_doc
     def privacy_plan(self, n_samples: int, n_features: int, *,
                      feature_names: ArrayLike | None = None) -> PrivacyPlan:
         """What a fit on ``n_samples`` × ``n_features`` data spends and protects.
@@ -251,10 +252,7 @@ class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
 
         Parameters
         ----------
-        n_samples : int
-            Number of training rows.
-        n_features : int
-            Number of input columns.
+        [[plan_shape]]
         feature_names : array-like of str or None, default=None
             Column names (unused: the mean protects whole records).
 
@@ -310,7 +308,7 @@ class PrivateMeanCenterer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
         like ``validate_data`` checks them, and written into the output:
         the output is the only array of ``X``'s size.
         """
-        from ._validation import _assert_all_finite, _check_feature_names, _check_n_features
+        from .._validation import _assert_all_finite, _check_feature_names, _check_n_features
 
         name = type(self).__name__
         _check_feature_names(self, X, reset=False)
