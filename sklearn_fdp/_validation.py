@@ -345,6 +345,8 @@ def check_row_norms_finite(X, estimator_name, compute_dtype=None):
         return
     n_features = X.shape[1]
     dtype = np.dtype(data.dtype if compute_dtype is None else compute_dtype)
+    if not np.issubdtype(dtype, np.inexact):  # integers are computed in float64
+        dtype = np.dtype(np.float64)
     limit = float(np.sqrt(np.finfo(dtype).max / (n_features + 1)))
     # max and -min: two reductions, no temporary copy of X (np.abs would make one).
     if max(float(data.max()), -float(data.min())) > limit:
