@@ -3,7 +3,7 @@
 The covariance of the rows needs ``X~ᵀX~`` only (``X~``: ``X`` with a public
 column of ones, whose products give the column sums and ``n``). With the
 columns split into public ``P`` and protected ``Q``, it is the regression
-statistic of :mod:`sklearn_fdp._mechanisms.linear_statistics` without a
+statistic of ``sklearn_fdp._mechanisms.linear_statistics`` without a
 target: ``X~_PᵀX~_P`` (the public block, with the public sums and ``n``) is
 computed exactly, and ``X_QᵀX~_P`` (with the protected sums) and ``X_QᵀX_Q``
 are released once with the Gaussian mechanism, each row's public block
@@ -102,17 +102,17 @@ class FeatureDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
 
     Attributes
     ----------
-    components_ : ndarray of shape (n_components_, n_features_in_)
+    components_ : ndarray of shape (n_components, n_features)
         Principal axes (unit rows), by decreasing released variance.
-    explained_variance_ : ndarray of shape (n_components_,)
+    explained_variance_ : ndarray of shape (n_components,)
         Eigenvalues of the released covariance (raised to 0 when the noise
         made them negative).
-    explained_variance_ratio_ : ndarray of shape (n_components_,)
+    explained_variance_ratio_ : ndarray of shape (n_components,)
         Those over the released covariance's trace (its negative
         eigenvalues counted as 0).
-    mean_ : ndarray of shape (n_features_in_,)
+    mean_ : ndarray of shape (n_features,)
         The released mean of the clipped rows (public columns exact).
-    covariance_ : ndarray of shape (n_features_in_, n_features_in_)
+    covariance_ : ndarray of shape (n_features, n_features)
         The released covariance of the clipped rows (denominator ``n − 1``).
     n_components_ : int
     public_features_, private_features_ : ndarray of int
@@ -320,7 +320,7 @@ class FeatureDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
 
         Returns
         -------
-        X_new : ndarray of shape (n_samples, n_components_), float64
+        X_new : ndarray of shape (n_samples, n_components), float64
         """
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", reset=False,
@@ -332,12 +332,12 @@ class FeatureDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_components_)
+        X : array-like of shape (n_samples, n_components)
             Coordinates on the components (``transform``'s output).
 
         Returns
         -------
-        X_original : ndarray of shape (n_samples, n_features_in_)
+        X_original : ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self)
         return np.asarray(X, dtype=np.float64) @ self.components_ + self.mean_

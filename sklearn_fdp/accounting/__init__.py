@@ -40,7 +40,7 @@ dp-accounting pitfalls handled here (release 0.6.0):
   the answer, RDP answers instead. No reported ε is 0.
 * Since scipy 1.15 the ``logsumexp`` behind the PLD composition's Chernoff
   truncation bounds spends most of a small PLD pass in array-API dispatch;
-  for the events the estimators spend, the PLD is composed in :mod:`._pld`
+  for the events the estimators spend, the PLD is composed in ``_pld``
   from dp-accounting's own constructors, with the self-composition's bounds
   computed without that dispatch (the bounds are integers, so the PLD is
   dp-accounting's bit for bit). dp-accounting itself is never patched.
@@ -52,14 +52,14 @@ cache (:func:`calibration_cache_path`), checked again before use.
 
 The package's modules, one job each (``docs/architecture.md``):
 
-* :mod:`._checks`: argument checks, the σ range, the error of an unreachable budget;
-* :mod:`._events`: DpEvent construction (DP-SGD, Gaussian releases, composition);
-* :mod:`._epsilon`: ε of an event, the PLD / RDP dispatch with its fallbacks and caches;
-* :mod:`._pld`: one PLD pass (the PLD composed without patching dp-accounting);
-* :mod:`._calibration`: σ for a budget (the solver) and the glue to the persistent cache;
-* :mod:`._cache`: the persistent cache file of calibrated σ;
-* :mod:`._gaussian`: Gaussian releases (analytic Gaussian mechanism, μ-GDP);
-* :mod:`._select`: repeat-and-select for the private search.
+* ``_checks``: argument checks, the σ range, the error of an unreachable budget;
+* ``_events``: DpEvent construction (DP-SGD, Gaussian releases, composition);
+* ``_epsilon``: ε of an event, the PLD / RDP dispatch with its fallbacks and caches;
+* ``_pld``: one PLD pass (the PLD composed without patching dp-accounting);
+* ``_calibration``: σ for a budget (the solver) and the glue to the persistent cache;
+* ``_cache``: the persistent cache file of calibrated σ;
+* ``_gaussian``: Gaussian releases (analytic Gaussian mechanism, μ-GDP);
+* ``_select``: repeat-and-select for the private search.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Preprocessing: private (PrivateMeanCenterer) and data-independent (BoundedScaler,
 make_tabular_preprocessor from a declared schema).
 
-One module per job: ``_centerer.py`` (:class:`PrivateMeanCenterer`, a private
-estimator: its mean is a Gaussian release), ``_bounded.py`` (:class:`BoundedScaler`,
+One module per job: ``_centerer.py`` (``PrivateMeanCenterer``, a private
+estimator: its mean is a Gaussian release), ``_bounded.py`` (``BoundedScaler``,
 fixed bounds, data-independent) and ``_tabular.py`` (the schema preprocessor and
 its row-norm bounds). Each name is imported on first use, so that the command line
 (which loads ``_tabular``'s two functions to read its model files) does not pay for
