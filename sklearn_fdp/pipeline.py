@@ -35,7 +35,7 @@ import numpy as np
 from sklearn.pipeline import Pipeline, make_pipeline
 
 from ._collapse import COLLAPSE_ADVICE
-from ._declaration import declared_fit_params, domain_collapse, schema_declaration
+from .preprocessing._declaration import declared_fit_params, domain_collapse, schema_declaration
 from ._steps import is_private_step, learns_from_data, plan_of
 from .exceptions import CollapseWarning, PrivacyLeakWarning
 from .features import original_column_names

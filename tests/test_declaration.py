@@ -21,7 +21,7 @@ from sklearn_fdp import (
     FeatureDPLogisticRegression,
     check_collapse,
 )
-from sklearn_fdp._declaration import TabularPreprocessor, domain_collapse
+from sklearn_fdp.preprocessing._declaration import TabularPreprocessor, domain_collapse
 from sklearn_fdp.exceptions import CollapseWarning, FdpWarning
 from sklearn_fdp.pipeline import make_private_pipeline
 from sklearn_fdp.preprocessing import make_tabular_preprocessor, row_norm_bounds

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._divergence import check_not_diverged
+from .._engine._divergence import check_not_diverged
 from .._docs import fill_doc
 from .._engine import LinearLoss
 from .._validation import _fit_context, atomic_fit
@@ -249,7 +249,7 @@ def check_released_finite(est, theta, plan, max_grad_norm, learning_rate, bounde
                           noise_scale=1.0):
     """Raise "diverged", naming the cause, when the released weights are not finite
     or (with ``y_bounds``) exploded: a check of DP output and public quantities
-    only, free (:func:`sklearn_fdp._divergence.check_not_diverged`).
+    only, free (:func:`sklearn_fdp._engine._divergence.check_not_diverged`).
     ``noise_scale``: the factor on σ C of the noise (α of FDP Algorithm 1)."""
     schedule = plan.schedule
     check_not_diverged(est, [theta], learning_rate=learning_rate,

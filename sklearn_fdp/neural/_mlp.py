@@ -35,7 +35,7 @@ from .._budget import (
     dpsgd_schedule,
     resolve_public_batch_size,
 )
-from .._divergence import check_not_diverged
+from .._engine._divergence import check_not_diverged
 from .._docs import fill_doc
 from ..exceptions import FdpWarning
 from .._mechanisms.fdp import PUBLIC_LOSSES
@@ -605,7 +605,7 @@ class _BaseMLPFeatureDP(BaseEstimator):
         # A check of the released (DP) weights and public quantities only:
         # post-processing, no privacy cost. Non-finite weights raise, naming the
         # cause (learning rate, noise, or the scale of X: the public gradient of
-        # pretraining and of ℓ_pub is not clipped; sklearn_fdp._divergence).
+        # pretraining and of ℓ_pub is not clipped; sklearn_fdp._engine._divergence).
         # Large finite weights do not: hidden weights have no fixed scale, and a
         # regressor's predictions are clipped to y_bounds.
         check_not_diverged(

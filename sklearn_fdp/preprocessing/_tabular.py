@@ -562,8 +562,8 @@ def make_tabular_preprocessor(schema, *, scale_rows="constant", order="protected
     from sklearn.preprocessing import FunctionTransformer, Normalizer, OneHotEncoder
 
     from ._bounded import BoundedScaler
-    from .._schema_columns import SchemaColumnTransformer
-    from .._declaration import TabularPreprocessor
+    from ._schema_columns import SchemaColumnTransformer
+    from ._declaration import TabularPreprocessor
 
     canon = _canonical(schema)
     _check_scale_rows(scale_rows, canon)

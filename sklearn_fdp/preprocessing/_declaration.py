@@ -72,7 +72,7 @@ def schema_declaration(pipeline):
 def _outputs_of(columns, n_features, names, est_name):
     """Public mask of ``private_features=columns`` resolved on ``names`` (label private: a
     mask with nothing private is allowed)."""
-    from .features import resolve_feature_spec
+    from ..features import resolve_feature_spec
 
     return resolve_feature_spec(None, list(columns), n_features, names, est_name,
                                 label_public=False)
@@ -87,7 +87,7 @@ def declared_fit_params(final, n_features, names, declaration):
     ValueError when the estimator treats a protected column as public, or
     declares a row-norm bound below the schema's.
     """
-    from .features import resolve_feature_spec
+    from ..features import resolve_feature_spec
 
     params = final.get_params(deep=False)
     est_name = type(final).__name__
@@ -153,7 +153,7 @@ def declared_fit_params(final, n_features, names, declaration):
 
 def _same_split(final, params, n_features, names, schema_public, est_name):
     """Whether the estimator's public columns are exactly the schema's."""
-    from .features import resolve_feature_spec
+    from ..features import resolve_feature_spec
 
     if names is None or schema_public is None:
         return False

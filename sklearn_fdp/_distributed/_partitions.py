@@ -31,7 +31,7 @@ import sys
 import numpy as np
 import scipy.sparse as sp
 
-from ._outofcore import is_dask_array
+from .._outofcore import is_dask_array
 
 __all__ = ["active_client", "check_partitioned", "partitioned_labels", "transform_partitions",
            "tree_reduce", "use_cluster",
@@ -71,7 +71,7 @@ def check_partitioned(estimator, X, y=None, *, y_numeric=True, reset=True):
     ``n_features_in_``. The values are validated per partition, on the
     workers (:func:`validate_partition`).
     """
-    from ._outofcore import as_row_source
+    from .._outofcore import as_row_source
 
     name = type(estimator).__name__
     as_row_source(X, name)  # shape, known chunks, at least one row and column, dtype
@@ -121,8 +121,8 @@ def validate_partition(X, y, name, *, y_numeric=True, accept_sparse=True):
     indices sorted) as in memory. The dtype rules are ``check_array``'s:
     float32 stays float32, other numbers become float64.
     """
-    from ._outofcore import training_dtype
-    from ._validation import _assert_all_finite, canonical_csr, check_row_norms_finite
+    from .._outofcore import training_dtype
+    from .._validation import _assert_all_finite, canonical_csr, check_row_norms_finite
 
     if sp.issparse(X):
         if not accept_sparse:
@@ -204,7 +204,7 @@ def partitioned_labels(estimator, X, y):
     """
     import dask.array as da
 
-    from ._validation import encode_labels
+    from .._validation import encode_labels
 
     X, y = check_partitioned(estimator, X, y, y_numeric=False)
     distinct = np.asarray(da.unique(y).compute())

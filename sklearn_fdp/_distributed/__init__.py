@@ -1,0 +1,22 @@
+"""Fits where the data lives: dask.distributed and torch.distributed.
+
+One module per way of running a mechanism elsewhere; each runs the
+centralised mechanism (the same clipping, the same sampler, one noise draw in
+the fitting process), never a mechanism of its own:
+
+* ``_partitions.py``: the one-pass sufficient statistics (sums over the rows of
+  a dask array, computed on the workers that hold its partitions; issue 35).
+"""
+
+from ._partitions import (
+    active_client,
+    check_partitioned,
+    partitioned_labels,
+    transform_partitions,
+    tree_reduce,
+    use_cluster,
+    validate_partition,
+)
+
+__all__ = ["active_client", "check_partitioned", "partitioned_labels", "transform_partitions",
+           "tree_reduce", "use_cluster", "validate_partition"]
