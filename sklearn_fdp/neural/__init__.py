@@ -5,7 +5,8 @@ does, and raises an :class:`ImportError` saying how to install it when torch
 is missing.
 """
 
+from ._distributed import fit_distributed
 from ._mlp_classifier import MLPFeatureDP
 from ._mlp_regressor import MLPFeatureDPRegressor
 
-__all__ = ["MLPFeatureDP", "MLPFeatureDPRegressor"]
+__all__ = ["MLPFeatureDP", "MLPFeatureDPRegressor", "fit_distributed"]

@@ -43,6 +43,7 @@ import numpy as np
 
 from .._engine import PoissonSampler, UniformSampler
 from .._outofcore import column_max_abs, row_reader
+from .._distributed._torch import SOLO
 from .._progress import progress_reporter
 from .._random import secure_if, spawn_generators
 
@@ -99,7 +100,34 @@ def spawn_streams(random_state, noise):
                    pretrain_pad=pre_pad_rng, secure=noise == "secure")
 
 
-def compute_dtype(X, public_mask, alg1):
+def rank_streams(streams, rank, world_size):
+    """The :class:`Streams` of rank ``rank`` of a fit on ``world_size`` shards.
+
+    One process (``world_size == 1``): ``streams`` unchanged. Otherwise the
+    streams that act on a rank's own rows -- the Poisson coins and the
+    padding -- are child ``rank`` of ``world_size`` spawned from the fit's
+    stream (independent across ranks; a CSPRNG stays a CSPRNG); the public
+    batches' index streams and the initialisation stay the same on every rank
+    (every rank draws the same global public batch and starts from the same
+    weights); the noise stream is rank 0's alone (None elsewhere: only rank
+    0 draws the step's noise).
+
+    Independent Bernoulli(q) coins per row, drawn per shard, are jointly the
+    Poisson(q) batch of all rows: the union of the ranks' batches has the
+    distribution of the one-process batch, which is what the accountant
+    assumes.
+    """
+    if world_size == 1:
+        return streams
+    return streams._replace(
+        sample=streams.sample.spawn(world_size)[rank],
+        private_pad=streams.private_pad.spawn(world_size)[rank],
+        public_pad=streams.public_pad.spawn(world_size)[rank],
+        pretrain_pad=streams.pretrain_pad.spawn(world_size)[rank],
+        noise=streams.noise if rank == 0 else None)
+
+
+def compute_dtype(X, public_mask, alg1, comm=SOLO):
     """``"float64"`` for Algorithm 1 on large public columns, else ``"float32"``.
 
     The private gradient ``∇ℓ − ∇ℓ_pub`` of a record whose public columns
@@ -113,11 +141,12 @@ def compute_dtype(X, public_mask, alg1):
     rounding level (~1e-15 C). So a fit whose public columns exceed
     ``MAX_PUBLIC_ABS`` trains in float64 (about twice the cost). The
     check reads public columns only (released by declaration): it costs
-    no privacy.
+    no privacy. ``comm``: the fit's collective (the largest value over every
+    rank's rows).
     """
     if not alg1 or not public_mask.any():
         return "float32"
-    top = column_max_abs(X, np.flatnonzero(public_mask))
+    top = comm.max(column_max_abs(X, np.flatnonzero(public_mask)))
     return "float64" if top > MAX_PUBLIC_ABS else "float32"
 
 
@@ -494,6 +523,16 @@ class Trainer:
         T = self.Y[idx] if self.label_public else self.prior.expand(len(idx), -1)
         return self.batch_grad(self.params, Xp, T)
 
+    def public_grad_sum(self, idx, pad_gen):
+        """Sum of the gradients of ``ℓ_pub`` over the rows ``idx`` (a rank's part of a batch)."""
+        if not len(idx):
+            return self.zeros()
+        return {k: g * len(idx) for k, g in self.public_grad(idx, pad_gen).items()}
+
+    def zeros(self):
+        """A gradient of zeros (an empty batch's sum)."""
+        return {k: self.torch.zeros_like(v) for k, v in self.params.items()}
+
     def batch_loss(self, idx):
         """Mean training loss on rows ``idx`` (diagnostic for ``verbose``; not private)."""
         with self.torch.no_grad():
@@ -516,8 +555,52 @@ class Trainer:
                 p.copy_(self.params[k].to("cpu"))
 
 
+def add_step_noise(torch, grads, noise_std, noise_rng, noise_gen, device):
+    """Add the step's one Gaussian draw, std ``noise_std`` per coordinate, to ``grads``.
+
+    ``noise_rng``: a :class:`~sklearn_fdp._secure.SecureGenerator`
+    (``noise="secure"``: hardened CSPRNG normals drawn on the CPU), else None
+    and ``noise_gen`` (a torch generator on ``device``) draws. Called once per
+    noisy step, by the one process that adds the noise (rank 0 of a
+    distributed fit).
+    """
+    for g in grads.values():
+        if noise_rng is not None:
+            z = torch.from_numpy(noise_rng.standard_normal(tuple(g.shape)))
+            z = z.to(device=device, dtype=g.dtype)
+        else:
+            z = torch.randn(g.shape, generator=noise_gen, device=device)
+        g.add_(z, alpha=noise_std)
+
+
+class Shard(NamedTuple):
+    """This process's rows of the training set: global rows ``offset .. offset + size - 1``."""
+
+    offset: int
+    size: int
+
+    def local(self, idx):
+        """The global indices ``idx`` (sorted) that are this shard's, as local indices."""
+        lo, hi = np.searchsorted(idx, [self.offset, self.offset + self.size])
+        return idx[lo:hi] - self.offset
+
+
+def _public_gradient(trainer, idx, pad_gen, comm, shard):
+    """Mean gradient of ``ℓ_pub`` over the global public batch ``idx``, every rank's part summed."""
+    torch = trainer.torch
+    if comm.world_size == 1:
+        return trainer.public_grad(torch.as_tensor(idx, device=trainer.device), pad_gen)
+    grads = trainer.public_grad_sum(torch.as_tensor(shard.local(idx), device=trainer.device),
+                                    pad_gen)
+    comm.sum_([grads[k] for k in trainer.params])  # one order on every rank
+    for g in grads.values():
+        g.div_(len(idx))
+    return grads
+
+
 def train(trainer, n_samples, schedule, sigma, streams, *, alg1, alpha, learning_rate,
-          momentum, public_steps=0, public_batch_size=0, on_epoch=None):
+          momentum, public_steps=0, public_batch_size=0, on_epoch=None, comm=SOLO,
+          shard=None):
     """Run the fit's steps on ``trainer.params``: public pretraining, then the noisy steps.
 
     This is the DP-SGD loop of the package's engine
@@ -530,18 +613,27 @@ def train(trainer, n_samples, schedule, sigma, streams, *, alg1, alpha, learning
     (read from that same ``C``), and the noisy sum is divided by the
     *expected* batch size ``q n``, never the realised one.
 
+    On ``torch.distributed`` (``comm`` a
+    :class:`~sklearn_fdp._distributed._torch.TorchGroup`) ``trainer`` holds
+    this rank's rows (``shard``) and ``streams`` are this rank's
+    (:func:`rank_streams`): its Poisson coins cover its rows, its clipped sum
+    covers its sampled rows, rank 0 alone adds the noise (one draw per step),
+    and the all-reduce makes the noisy sum of every rank's rows; the public
+    batches are global (the same indices on every rank), each rank's part
+    summed the same way.
+
     Parameters
     ----------
     trainer : Trainer
         The network's working weights, the data and the clipped sum.
     n_samples : int
-        Number of training rows (public).
+        Number of training rows (public; of all shards).
     schedule : sklearn_fdp._plan.DPSGDSchedule
         Poisson rate ``q`` and number of noisy steps.
     sigma : float
         Noise multiplier σ.
     streams : Streams
-        The fit's random streams (:func:`spawn_streams`).
+        The fit's random streams (:func:`spawn_streams`, :func:`rank_streams`).
     alg1 : bool
         FDP Algorithm 1 (per-example ``∇ℓ − ∇ℓ_pub``, a public batch's
         ``∇ℓ_pub`` added to every step), or plain DP-SGD on ``ℓ``.
@@ -559,22 +651,31 @@ def train(trainer, n_samples, schedule, sigma, streams, *, alg1, alpha, learning
         (``done`` steps so far, ``epoch`` their number of epochs;
         ``losses``: the training loss of that epoch's private batches, a
         diagnostic that is not private).
+    comm : collective, default=SOLO
+        One process, or this rank's ``torch.distributed`` group.
+    shard : Shard or None, default=None
+        This rank's rows; None: all ``n_samples`` rows (one process).
     """
     torch = trainer.torch
     device = trainer.device
+    shard = Shard(0, n_samples) if shard is None else shard
     lr, mu = float(learning_rate), float(momentum)
     if public_steps > 0:  # Remark 2: public data only, no noise, free
         sampler = UniformSampler(n_samples, public_batch_size, streams.pretrain_sample)
         pad_gen = _torch_generator(torch, streams.pretrain_pad, device)
         velocity = {k: torch.zeros_like(v) for k, v in trainer.params.items()}
         for _ in range(public_steps):
-            idx = torch.as_tensor(sampler.sample(), device=device)
-            trainer.step(trainer.public_grad(idx, pad_gen), velocity, lr, mu)
+            grads = _public_gradient(trainer, sampler.sample(), pad_gen, comm, shard)
+            trainer.step(grads, velocity, lr, mu)
 
     sampling_rate, steps = schedule.sampling_rate, schedule.steps
-    sampler = PoissonSampler(n_samples, sampling_rate, streams.sample)
+    # This rank's rows' coins (all rows in one process).
+    sampler = PoissonSampler(shard.size, sampling_rate, streams.sample)
     secure = streams.secure
-    noise_gen = None if secure else _torch_generator(torch, streams.noise, device)
+    adds_noise = comm.rank == 0
+    noise_rng = streams.noise if secure and adds_noise else None
+    noise_gen = (_torch_generator(torch, streams.noise, device)
+                 if adds_noise and not secure else None)
     if not alg1:
         priv_pad_gen = None
     elif secure:  # the private batch's padding is private: CSPRNG, on the CPU
@@ -595,18 +696,16 @@ def train(trainer, n_samples, schedule, sigma, streams, *, alg1, alpha, learning
         if len(idx):
             grads = trainer.clipped_sum(idx, priv_pad_gen, alg1)
         else:
-            grads = {k: torch.zeros_like(v) for k, v in trainer.params.items()}
+            grads = trainer.zeros()
+        if adds_noise:  # one Gaussian draw per step, before the all-reduce
+            add_step_noise(torch, grads, noise_std, noise_rng, noise_gen, device)
+        # Every rank's clipped sum, in one order of the parameters on every rank
+        # (one process: nothing to add).
+        comm.sum_([grads[k] for k in trainer.params])
         for g in grads.values():
-            if secure:  # hardened CSPRNG normals, drawn on the CPU
-                z = torch.from_numpy(streams.noise.standard_normal(tuple(g.shape)))
-                z = z.to(device=device, dtype=g.dtype)
-            else:
-                z = torch.randn(g.shape, generator=noise_gen, device=device)
-            g.add_(z, alpha=noise_std)
             g.div_(normaliser)
         if alg1:
-            g_pub = trainer.public_grad(
-                torch.as_tensor(pub_sampler.sample(), device=device), pub_pad_gen)
+            g_pub = _public_gradient(trainer, pub_sampler.sample(), pub_pad_gen, comm, shard)
             grads = {k: g_pub[k] + alpha * g for k, g in grads.items()}
         trainer.step(grads, velocity, lr, mu)
         if report is not None:

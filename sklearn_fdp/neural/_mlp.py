@@ -52,7 +52,9 @@ from .._validation import (
     validate_numeric_data,
 )
 from ..features import check_label_in_spec, resolve_feature_spec, spec_feature_names
-from ._alg1 import Trainer, _torch_generator, compute_dtype, spawn_streams, train
+from .._distributed._torch import SOLO, current_collective
+from ._alg1 import (Shard, Trainer, _torch_generator, compute_dtype, rank_streams,
+                    spawn_streams, train)
 
 if TYPE_CHECKING:  # annotations only
     from .._plan import PrivacyPlan
@@ -391,7 +393,7 @@ class _BaseMLPFeatureDP(BaseEstimator):
     """What both MLPs share: parameters, the plan, ``fit``'s straight line, the forward pass.
 
     A subclass sets ``_loss`` (a key of :data:`._alg1.LOSSES`) and
-    implements ``_training_data(X, y) -> (X, Y, fitted)`` (``Y``: the
+    implements ``_training_data(X, y, comm) -> (X, Y, fitted)`` (``Y``: the
     training targets, one column per network output; ``fitted``: its
     target attributes, stored by ``fit``) and its predictions. Not an
     estimator by itself.
@@ -578,11 +580,21 @@ class _BaseMLPFeatureDP(BaseEstimator):
         return X, y
 
     def _fit(self, X, y, feature_names):
-        """``fit``'s straight line: validate, plan, train, check, store."""
+        """``fit``'s straight line: validate, plan, train, check, store.
+
+        Under :func:`~sklearn_fdp.neural.fit_distributed` the fit's collective
+        is this rank's ``torch.distributed`` group: ``X, y`` are this rank's
+        shard, ``n_samples`` counts the rows of every shard, and the training
+        loop combines the ranks' sums (:mod:`sklearn_fdp.neural._alg1`); in
+        one process (plain ``fit``) every collective step is the identity.
+        """
         torch = _import_torch(type(self).__name__)
         name = type(self).__name__
-        X, Y, fitted = self._training_data(X, y)
-        n_samples, n_features = X.shape
+        comm = current_collective()
+        comm.check_params(self)
+        X, Y, fitted = self._training_data(X, y, comm)
+        n_local, n_features = X.shape
+        offset, n_samples = comm.layout(n_local, n_features, feature_names)
         check_delta_vs_n(self.delta, n_samples, name, stacklevel=6)  # the caller of fit
         device = _resolve_device(torch, self.device, name)
         names = spec_feature_names(self, n_features, feature_names)
@@ -594,13 +606,16 @@ class _BaseMLPFeatureDP(BaseEstimator):
         public_mask[list(run["public_features"])] = True
         label_public = not plan.label_protected
 
-        streams = spawn_streams(self.random_state, self.noise)
+        streams = rank_streams(spawn_streams(comm.seed(self.random_state), self.noise),
+                               comm.rank, comm.world_size)
         trainer = self._trainer(torch, X, Y, public_mask, label_public, run["alg1"], device,
-                                streams.init)
+                                streams.init, comm)
         train(trainer, n_samples, plan.schedule, plan.noise_multiplier, streams,
               alg1=run["alg1"], alpha=run["alpha"], learning_rate=self.learning_rate,
               momentum=self.momentum, public_steps=run["public_steps"],
-              public_batch_size=run["public_batch_size"], on_epoch=self._epoch_printer(plan))
+              public_batch_size=run["public_batch_size"],
+              on_epoch=self._epoch_printer(plan) if comm.rank == 0 else None,
+              comm=comm, shard=Shard(offset, n_local))
         trainer.write_back()
         # A check of the released (DP) weights and public quantities only:
         # post-processing, no privacy cost. Non-finite weights raise, naming the
@@ -639,7 +654,8 @@ class _BaseMLPFeatureDP(BaseEstimator):
         self.privacy_plan_ = plan
         return self
 
-    def _trainer(self, torch, X, Y, public_mask, label_public, alg1, device, init_rng):
+    def _trainer(self, torch, X, Y, public_mask, label_public, alg1, device, init_rng,
+                 comm=SOLO):
         """The network (initialised from ``init_rng``) and its :class:`~._alg1.Trainer`.
 
         ``Y``: the training targets, one column per output of the network.
@@ -649,7 +665,7 @@ class _BaseMLPFeatureDP(BaseEstimator):
         sizes = (X.shape[1], *self._hidden_sizes(), Y.shape[1])
         module = _build_module(torch, sizes, self.activation,
                                _torch_generator(torch, init_rng, "cpu"))
-        dtype = getattr(torch, compute_dtype(X, public_mask, alg1))
+        dtype = getattr(torch, compute_dtype(X, public_mask, alg1, comm))
         return Trainer(torch, module, X, Y, public_mask, label_public, self.public_loss,
                        device, self.max_grad_norm, self.activation, self.per_example,
                        dtype=dtype, loss=self._loss)

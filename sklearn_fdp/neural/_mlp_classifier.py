@@ -195,10 +195,19 @@ class MLPFeatureDP(ClassifierMixin, _BaseMLPFeatureDP):
         self.verbose = verbose
         self.classes = classes
 
-    def _training_data(self, X, y):
-        """``(X, Y, {"classes_": classes})``: ``Y`` the one-hot labels (float32)."""
-        X, y = self._validate_features(X, y, y_numeric=False)
-        classes, y_index = encode_labels(self, y, self.classes)
+    def _training_data(self, X, y, comm):
+        """``(X, Y, {"classes_": classes})``: ``Y`` the one-hot labels (float32).
+
+        On ``torch.distributed`` (``comm``) the classes are those of every
+        rank's labels (or ``classes``), the same on every rank.
+        """
+        if comm.world_size == 1:
+            X, y = self._validate_features(X, y, y_numeric=False)
+            classes, y_index = encode_labels(self, y, self.classes)
+        else:  # every rank's shard checked before any rank trains
+            X, y = comm.agree(self._validate_features, X, y, y_numeric=False)
+            classes, _ = comm.agree(encode_labels, self, comm.labels(y), self.classes)
+            _, y_index = encode_labels(self, y, classes)
         Y = np.eye(len(classes), dtype=np.float32)[y_index]
         return X, Y, {"classes_": classes}
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from sklearn.base import RegressorMixin
 
+from .._distributed._torch import SOLO
 from .._validation import _fit_context, atomic_fit, check_y_bounds, warn_clipped_targets
 from ._mlp import _BaseMLPFeatureDP, _fill_mlp_doc, _import_torch
 
@@ -206,8 +207,14 @@ class MLPFeatureDPRegressor(RegressorMixin, _BaseMLPFeatureDP):
         super()._check_params()
         check_y_bounds(self, required=True)
 
-    def _training_data(self, X, y):
-        """``(X, T, {"y_bounds_": (lo, hi)})``: ``T`` the target clipped and mapped to [-1, 1]."""
+    def _training_data(self, X, y, comm):
+        """``(X, T, {"y_bounds_": (lo, hi)})``: ``T`` the target clipped and mapped to [-1, 1].
+
+        On ``torch.distributed`` (``comm``): this rank's shard, checked on
+        every rank before any rank trains.
+        """
+        if comm.world_size > 1:
+            return comm.agree(self._training_data, X, y, SOLO)
         lo, hi = check_y_bounds(self, required=True)
         X, y = self._validate_features(X, y, y_numeric=True)
         try:
