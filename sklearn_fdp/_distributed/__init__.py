@@ -6,6 +6,8 @@ the fitting process), never a mechanism of its own:
 
 * ``_partitions.py``: the one-pass sufficient statistics (sums over the rows of
   a dask array, computed on the workers that hold its partitions; issue 35).
+* ``_torch.py``: the collective of ``MLPFeatureDP`` on ``torch.distributed``
+  (each rank's clipped sums all-reduced, rank 0's one noise draw; issue 36).
 """
 
 from ._partitions import (

@@ -100,6 +100,22 @@ def _fits(rank, world, out, seeds=FEW_SEEDS):
         est = fit_distributed(MLPFeatureDP(random_state=3, **kw), X, y, group=solo)
         ref = MLPFeatureDP(random_state=3, **kw).fit(X, y)
         out["solo"] = (flat_weights(est), flat_weights(ref))
+    # The regressor: the same collective, the same weights on every rank.
+    from sklearn_fdp import MLPFeatureDPRegressor
+
+    t = (Xs[:, 2] - Xs[:, 3]).astype(np.float64)
+    reg = fit_distributed(MLPFeatureDPRegressor(y_bounds=(-3.0, 3.0), random_state=1,
+                                                **params()), Xs, t)
+    out["regressor"] = (flat_weights(reg), reg.epsilon_)
+    # A bad shard on rank 1: every rank raises, none trains (no rank left waiting).
+    bad = Xs.copy()
+    if rank == 1:
+        bad[0, 0] = np.nan
+    try:
+        fit_distributed(MLPFeatureDP(random_state=0, **params()), bad, ys)
+        out["bad_shard"] = None
+    except Exception as exc:
+        out["bad_shard"] = f"{type(exc).__name__}: {exc}"
     _sensitivity(rank, world, out)
 
 

@@ -72,6 +72,17 @@ def test_ranks_end_with_the_same_weights(fits):
     np.testing.assert_array_equal(fits[0]["secure_weights"], fits[1]["secure_weights"])
 
 
+def test_regressor_ranks_agree(fits):
+    np.testing.assert_array_equal(fits[0]["regressor"][0], fits[1]["regressor"][0])
+    assert np.all(np.isfinite(fits[0]["regressor"][0]))
+
+
+def test_a_bad_shard_raises_on_every_rank(fits):
+    assert fits[1]["bad_shard"].startswith("ValueError") and "NaN" in fits[1]["bad_shard"]
+    assert fits[0]["bad_shard"].startswith("RuntimeError")
+    assert "failed on rank 1" in fits[0]["bad_shard"]
+
+
 def test_one_noise_draw_per_step_on_rank_zero(fits):
     # Rank 0 draws the step's Gaussian once; rank 1 never draws (noise="secure" too).
     assert fits[0]["draws"] == fits[0]["steps"] == 3 * len(worker.FEW_SEEDS)
