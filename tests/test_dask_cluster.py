@@ -39,6 +39,7 @@ distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
 
 from sklearn_fdp import (  # noqa: E402
+    DPSGDFClassifier,
     FeatureDPLinearRegression,
     FeatureDPLogisticRegression,
     FeatureDPPCA,
@@ -218,6 +219,85 @@ def test_pca_on_cluster_equals_in_memory(cluster):
         assert np.linalg.norm(remote.components_[k] - comp[k]) <= bound[k]
 
 
+def _dpsgdf_data(n=3000, d=6, seed=8):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(2.0, 1.0, size=(n, d))  # far from the origin: centring matters
+    y = (X[:, 0] - X[:, 1] + 0.3 * rng.standard_normal(n) > 0).astype(int)
+    return X, y
+
+
+def test_dpsgdf_practical_on_cluster_equals_in_memory(cluster):
+    """Algorithm 3's private mean summed on the workers, the noise added here once.
+
+    The mean is ``Σ x_i C_F / ‖x_i‖ / n + noise`` with the same noise (same
+    ``random_state``): the two sums of ``n`` rows of norm ``C_F`` differ by at
+    most ``sum_tolerance(n, C_F)`` per entry.
+    """
+    X, y = _dpsgdf_data()
+    est = DPSGDFClassifier(variant="practical", feature_norm=2.0, epsilon=2.0, epochs=2,
+                           random_state=0)
+    local = est.fit(X, y)
+    mean, coef, plan = local.mean_.copy(), local.coef_.copy(), local.privacy_plan_
+    remote = est.fit(da.from_array(X, chunks=_chunks(len(X))), da.from_array(y))
+    np.testing.assert_allclose(remote.mean_, mean, rtol=0,
+                               atol=sum_tolerance(len(X), 2.0) / len(X))
+    assert remote.privacy_plan_ == plan
+    # The DP-SGD steps then run on rows centred on means that differ at rounding level
+    # (not a derived bound: the steps' sensitivity to the centre is not bounded here).
+    np.testing.assert_allclose(remote.coef_, coef, rtol=1e-6, atol=1e-9)
+
+
+def test_dpsgdf_analysed_on_cluster_equals_in_memory(cluster):
+    """Algorithm 2: the coarse-to-fine mean's sums and the quantile's histograms on the workers.
+
+    Round ``k``'s mean is ``μ_{k-1} + Σ clip(x_i − μ_{k-1}, r_k) / n + noise``; the
+    map ``c ↦ c + Σ clip(x_i − c, r) / n`` is 2-Lipschitz in L2 and the two sums of ``n``
+    terms of norm ``<= r_k <= 2R`` differ by at most ``sqrt(d) sum_tolerance(n, 2R)``, so
+    after ``K`` rounds ``‖Δμ‖ <= (2^K − 1) sqrt(d) sum_tolerance(n, 2R) / n``. Each radius
+    and τ is a bin edge ``top 2^-j`` with ``top = R + ‖μ‖`` (the same bins: the counts
+    are exact), so they move by at most ``‖Δμ‖`` relative to ``top >= R``.
+    """
+    X, y = _dpsgdf_data(seed=9)
+    R = 4.0
+    est = DPSGDFClassifier(variant="analysed", feature_norm=R, epsilon=3.0, epochs=2,
+                           random_state=1)
+    local = est.fit(X, y)
+    saved = {k: np.copy(getattr(local, k)) for k in ("mean_", "mean_radii_", "quantile_",
+                                                      "coef_")}
+    rounds = local.privacy_plan_.details["mean_rounds"]
+    remote = est.fit(da.from_array(X, chunks=_chunks(len(X))), y)
+    n, d = X.shape
+    dmu = (2 ** rounds - 1) * math.sqrt(d) * sum_tolerance(n, 2 * R) / n
+    assert np.linalg.norm(remote.mean_ - saved["mean_"]) <= dmu
+    np.testing.assert_allclose(remote.mean_radii_, saved["mean_radii_"], rtol=dmu / R, atol=0)
+    assert abs(remote.quantile_ - saved["quantile_"]) <= dmu / R * saved["quantile_"]
+    np.testing.assert_allclose(remote.coef_, saved["coef_"], rtol=1e-6, atol=1e-9)
+
+
+def test_dpsgdf_statistics_missing_rows_are_never_released(cluster):
+    import dask
+
+    from sklearn_fdp._mechanisms import dpsgdf as mech
+
+    X, y = _dpsgdf_data(n=400, seed=10)
+    short = da.from_delayed(dask.delayed(lambda: X[200:350])(), shape=(200, X.shape[1]),
+                            dtype=X.dtype)
+    Xd = da.concatenate([da.from_array(X[:200]), short])
+    released = []
+    real = mech._release_upper_quantile
+
+    def spy(*args, **kwargs):
+        released.append(args)
+        return real(*args, **kwargs)
+
+    for variant in ("practical", "analysed"):
+        est = DPSGDFClassifier(variant=variant, random_state=0)
+        with mock.patch.object(mech, "_release_upper_quantile", spy):
+            with pytest.raises(RuntimeError, match="summed 350 rows, but X has 400"):
+                est.fit(Xd, y)
+        assert not hasattr(est, "coef_") and not released
+
+
 # -- the same bits whatever the schedule; never a partial sum --------------------------
 
 
@@ -332,6 +412,41 @@ def test_sensitivity_on_the_partition_path(cluster, label_public, scale):
                              da.from_array(y3, chunks=20))
         assert_sensitivity(base, replaced, 2.0, n_terms=n, clip=1.0, dtype=np.float64,
                            what="replace, partition path")
+
+
+@pytest.mark.parametrize("scale", [1e-8, 1.0, 1e8])
+def test_dpsgdf_sensitivity_on_the_partition_path(cluster, scale):
+    """DPSGD-F's pre-noise releases on the workers: one row removed from one partition.
+
+    The scaled mean's sum (rows scaled to ``C_F`` on the workers, summed there) moves
+    by at most ``C_F``; the histogram of the distances to a released centre by at most
+    1 (one count), as in memory.
+    """
+    from sklearn_fdp._distributed import check_partitioned
+    from sklearn_fdp._mechanisms import dpsgdf as mech
+    from sklearn_fdp._mechanisms.gaussian_mean import bounded_row_sum, scale_rows
+
+    rng = np.random.default_rng(11)
+    n, d, row, C = 60, 4, 27, 2.0
+    X = rng.standard_normal((n, d)) * scale
+    X[row] = scale * 1e3  # the adversarial row, in the middle partition
+    chunks = ((20, 20, 20), (d,))
+    X2, c2 = np.delete(X, row, axis=0), ((20, 19, 20), (d,))
+    est = DPSGDFClassifier()
+    centre = np.full(d, 0.5 * C)
+    for variant in ("practical", "analysed"):
+        scaling = {"practical": "normalize", "analysed": "clip"}[variant]
+        sums, hists = [], []
+        for data, ch in ((X, chunks), (X2, c2)):
+            Xd, _ = check_partitioned(est, da.from_array(data, chunks=ch))
+            source = scale_rows(Xd, C, scaling, "DPSGDFClassifier")
+            sums.append(bounded_row_sum(source, C))
+            edges = mech.geometric_edges(C + np.linalg.norm(centre), n)
+            hists.append(mech.tree_reduce(mech.partition_distance_histogram, source, None,
+                                          (centre, edges))[0])
+        assert_sensitivity(sums[0], sums[1], C, n_terms=n, clip=C, dtype=np.float64,
+                           what=f"{variant} mean, partition path")
+        assert np.abs(hists[0] - hists[1]).sum() == 1.0  # one count in one bin
 
 
 # -- a dask DataFrame through the schema preprocessor ----------------------------------

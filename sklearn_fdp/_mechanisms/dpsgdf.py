@@ -21,6 +21,7 @@ import numpy as np
 from scipy.stats import norm as _normal
 
 from .. import accounting
+from .._distributed import tree_reduce, use_cluster
 from .._engine import split_theta
 from .._outofcore import iter_row_blocks, map_rows
 from .._random import secure_if
@@ -81,10 +82,15 @@ def private_upper_quantile(dist, top, noise_multiplier, rng, *, noise="default")
     event : dp_accounting.DpEvent
         ``GaussianDpEvent(noise_multiplier)``.
     """
+    edges = geometric_edges(top, len(dist))
+    return _release_upper_quantile(distance_histogram(dist, edges), edges, noise_multiplier,
+                                   rng, noise=noise)
+
+
+def _release_upper_quantile(counts, edges, noise_multiplier, rng, *, noise="default"):
+    """:func:`private_upper_quantile`'s release from the histogram ``counts`` over ``edges``."""
     rng = secure_if(rng, noise)
-    n_samples = len(dist)
-    edges = geometric_edges(top, n_samples)
-    noisy = distance_histogram(dist, edges) + rng.normal(0.0, noise_multiplier, len(edges))
+    noisy = counts + rng.normal(0.0, noise_multiplier, len(edges))
     z = float(_normal.isf(_QUANTILE_FALSE_POSITIVE / len(edges)))
     heavy = np.flatnonzero(noisy > z * noise_multiplier)
     tau = float(edges[heavy[-1]]) if heavy.size else float(top)
@@ -105,10 +111,30 @@ def private_radius(X, centre, feature_norm, noise_multiplier, rng, *, noise="def
 
     The rows are clipped to ``feature_norm``, so ``top = feature_norm +
     ‖centre‖`` bounds every distance (a public value). Returns ``(r, event)``.
+
+    ``X`` a dask array with an active ``Client``
+    (:func:`~sklearn_fdp._distributed.use_cluster`): each partition's
+    histogram is counted on its worker (:func:`partition_distance_histogram`)
+    and the histograms are added in a tree; only the counts (one per bin) come
+    back, checked to hold every row before the noise is added here, once.
     """
     top = float(feature_norm) + float(np.linalg.norm(centre))
+    if use_cluster(X):
+        edges = geometric_edges(top, int(X.shape[0]))
+        counts = tree_reduce(partition_distance_histogram, X, None, (centre, edges),
+                             what="the histogram of the distances to the private mean")[0]
+        return _release_upper_quantile(counts, edges, noise_multiplier, rng, noise=noise)
     return private_upper_quantile(distances_to(X, centre), top, noise_multiplier, rng,
                                   noise=noise)
+
+
+def partition_distance_histogram(X, _y, centre, edges):
+    """One partition's ``(histogram of ‖x_i − centre‖ over edges, n_rows)``, on its worker.
+
+    The same per-row distances (:func:`distances_to`) and bins
+    (:func:`distance_histogram`) as in memory: the counts add up exactly.
+    """
+    return distance_histogram(distances_to(X, centre), edges), X.shape[0]
 
 
 # -- the coarse-to-fine mean -----------------------------------------------------
@@ -216,7 +242,7 @@ def algorithm3_events(sigma_mean):
     return (accounting.gaussian_event(sigma_mean),)
 
 
-def algorithm3_rows(X, feature_norm, sigma_mean, rng, *, noise="default"):
+def algorithm3_rows(X, feature_norm, sigma_mean, rng, *, noise="default", source=None):
     """Algorithm 3: the Gaussian mean of the scaled rows, and the rows centred on it.
 
     Parameters
@@ -231,6 +257,10 @@ def algorithm3_rows(X, feature_norm, sigma_mean, rng, *, noise="default"):
         The stream of the mean's noise.
     noise : {"default", "secure"}, default="default"
         Source of the noise.
+    source : dask array or None, default=None
+        The same rows (scaled the same way) where they live, for the mean
+        (summed on the workers: :func:`~.gaussian_mean.bounded_row_sum`);
+        None: ``X``.
 
     Returns
     -------
@@ -240,7 +270,8 @@ def algorithm3_rows(X, feature_norm, sigma_mean, rng, *, noise="default"):
     events : tuple of dp_accounting.DpEvent
         :func:`algorithm3_events`.
     """
-    release, event = gaussian_mean(X, feature_norm, sigma_mean, rng, noise=noise)
+    release, event = gaussian_mean(X if source is None else source, feature_norm, sigma_mean,
+                                   rng, noise=noise)
     return centre_rows(X, release.mean), release, (event,)
 
 
@@ -257,7 +288,7 @@ def algorithm2_events(rounds, sigma_k, sigma_quantile):
 
 
 def algorithm2_rows(X, feature_norm, rounds, sigma_k, sigma_quantile, fit_intercept, rng, *,
-                    noise="default"):
+                    noise="default", source=None):
     """Algorithm 2, steps 1-4: private mean, private τ, augment, clip, rescale.
 
     Parameters
@@ -276,6 +307,9 @@ def algorithm2_rows(X, feature_norm, rounds, sigma_k, sigma_quantile, fit_interc
         The stream of every release's noise (mean rounds, then τ).
     noise : {"default", "secure"}, default="default"
         Source of the noise.
+    source : dask array or None, default=None
+        The same rows (clipped the same way) where they live, for the mean's
+        sums and the histograms (computed on the workers); None: ``X``.
 
     Returns
     -------
@@ -286,9 +320,10 @@ def algorithm2_rows(X, feature_norm, rounds, sigma_k, sigma_quantile, fit_interc
     events : tuple of dp_accounting.DpEvent
         :func:`algorithm2_events`, in release order.
     """
-    (mean, radii, noise_std), events = coarse_to_fine_mean(X, feature_norm, rounds, sigma_k,
+    stats = X if source is None else source
+    (mean, radii, noise_std), events = coarse_to_fine_mean(stats, feature_norm, rounds, sigma_k,
                                                            rng, noise=noise)
-    tau, event = private_radius(X, mean, feature_norm, sigma_quantile, rng, noise=noise)
+    tau, event = private_radius(stats, mean, feature_norm, sigma_quantile, rng, noise=noise)
     rows = augment_rows(X, mean, tau, fit_intercept)
     return rows, (GaussianMean(mean, noise_std), radii, tau), (*events, event)
 

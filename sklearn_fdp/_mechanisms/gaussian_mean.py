@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import accounting
 from .._distributed import tree_reduce, use_cluster, validate_partition
-from .._outofcore import iter_row_blocks, map_rows
+from .._outofcore import iter_row_blocks, map_rows, training_dtype
 from .._random import secure_if
 
 # Rows whose largest entry lies in this range have float64 squares that
@@ -82,7 +82,7 @@ def apply_row_factors(rows, factors, dtype):
     return np.ascontiguousarray(scaled, dtype=dtype)
 
 
-def scale_rows(X, norm_bound, row_scaling):
+def scale_rows(X, norm_bound, row_scaling, name="estimator"):
     """Data-independent row scaling; ``X`` is not modified.
 
     ``"normalize"``: every non-zero row to L2 norm ``norm_bound`` (zero rows
@@ -93,14 +93,28 @@ def scale_rows(X, norm_bound, row_scaling):
     warning. An ndarray (a memmap included, read in row blocks) gives a new
     in-memory array; an out-of-core source gives a source whose rows are
     scaled per batch (:func:`~sklearn_fdp._outofcore.map_rows`), the same
-    rows bit for bit.
+    rows bit for bit; a dask array with an active ``Client``
+    (:func:`~sklearn_fdp._distributed.use_cluster`, after
+    :func:`~sklearn_fdp._distributed.check_partitioned`) a dask array whose
+    partitions are validated and scaled where they live
+    (:func:`scale_partition`), the same rows bit for bit. ``name``: the
+    estimator named in the partitions' validation errors.
     """
     if row_scaling == "none":
         return np.array(X, copy=True, order="C")
+    if use_cluster(X):  # scaled (and validated) partition by partition, on the workers
+        return X.map_blocks(scale_partition, norm_bound, row_scaling, name,
+                            dtype=training_dtype(X.dtype, name))
     factors = row_scale_factors(X, norm_bound, row_scaling)
     dtype = X.dtype
     return map_rows(X, lambda rows, idx: apply_row_factors(rows, factors[idx], dtype),
                     X.shape[1], dtype)
+
+
+def scale_partition(X, norm_bound, row_scaling, name="estimator"):
+    """One partition of :func:`scale_rows`, on its worker: validated as in memory, then scaled."""
+    X, _ = validate_partition(X, None, name, accept_sparse=False)
+    return apply_row_factors(X, row_scale_factors(X, norm_bound, row_scaling), X.dtype)
 
 
 def bounded_row_sum(X, bound, row_scaling=None, *, centre=None):

@@ -17,6 +17,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import accounting
 from .._budget import calibrate_dpsgd, check_budget_params, dpsgd_schedule
+from .._distributed import partitioned_labels, use_cluster
 from .._docs import fill_doc
 from .._engine import LinearGradientOracle, LinearLoss, run_dp_sgd
 from .._mechanisms import dpsgdf as mech
@@ -110,10 +111,11 @@ def _plan_practical(est, n_samples, n_features):
     return mech.algorithm3_events(sigma_f), details
 
 
-def _prepare_practical(est, X, details, rng):
+def _prepare_practical(est, X, details, rng, source=None):
     """Algorithm 3: release the mean, centre the rows; the intercept moves back after."""
     rows, (mean, noise_std), events = mech.algorithm3_rows(
-        X, float(est.feature_norm), details["mean_noise_multiplier"], rng, noise=est.noise)
+        X, float(est.feature_norm), details["mean_noise_multiplier"], rng, noise=est.noise,
+        source=source)
     return _Prepared(rows, est.fit_intercept,
                      lambda theta, dtype: mech.revert_centred(theta, mean, est.fit_intercept,
                                                               dtype),
@@ -140,11 +142,12 @@ def _plan_analysed(est, n_samples, n_features):
     return mech.algorithm2_events(rounds, sigma_k, sigma_q), details
 
 
-def _prepare_analysed(est, X, details, rng):
+def _prepare_analysed(est, X, details, rng, source=None):
     """Algorithm 2, steps 1-4; the constant column τ of the augmented rows is the intercept."""
     rows, ((mean, noise_std), radii, tau), events = mech.algorithm2_rows(
         X, float(est.feature_norm), details["mean_rounds"], details["mean_noise_multiplier"],
-        details["quantile_noise_multiplier"], est.fit_intercept, rng, noise=est.noise)
+        details["quantile_noise_multiplier"], est.fit_intercept, rng, noise=est.noise,
+        source=source)
     return _Prepared(rows, False,
                      lambda theta, dtype: mech.revert_augmented(theta, mean, tau,
                                                                 est.fit_intercept, dtype),
@@ -155,7 +158,7 @@ def _prepare_analysed(est, X, details, rng):
 class _Variant(NamedTuple):
     row_scaling: str  # the data-independent map applied to every row, in fit and predict
     plan: Callable  # (est, n, d) -> (events, details)
-    prepare: Callable  # (est, X, details, rng) -> _Prepared
+    prepare: Callable  # (est, X, details, rng, source) -> _Prepared
 
 
 # The one dispatch on ``variant``.
@@ -472,7 +475,9 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
         """
         # Centring destroys sparsity: dense input only. An out-of-core X is
         # scaled, centred and augmented batch by batch (the maps are row-wise).
-        X, classes, y_index = validate_linear_data(self, X, y, accept_sparse=False)
+        # A dask array with a Client: the private means and quantile are summed
+        # on the workers (source); the DP-SGD steps read their batches from it.
+        X, source, classes, y_index = self._training_rows(X, y)
         n_samples, n_features = X.shape
         check_delta_vs_n(self.delta, n_samples, type(self).__name__)
         plan = self.privacy_plan(n_samples, n_features)
@@ -486,7 +491,10 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
                                 private_streams=(_SAMPLE, _NOISE))
         (preprocessing_rng,) = gens[_PUBLIC].spawn(1)
         X = scale_rows(X, float(self.feature_norm), variant.row_scaling)
-        prep = variant.prepare(self, X, plan.details, preprocessing_rng)
+        if source is not None:
+            source = scale_rows(source, float(self.feature_norm), variant.row_scaling,
+                                type(self).__name__)
+        prep = variant.prepare(self, X, plan.details, preprocessing_rng, source)
         if list(prep.events) != plan.dp_event.events[:-1]:
             raise RuntimeError(f"{type(self).__name__}: the preprocessing spent "
                                f"{prep.events!r}, not the planned events.")
@@ -504,6 +512,25 @@ class DPSGDFClassifier(BaseDPLinearClassifier):
         coef, intercept = prep.revert(result.theta, X.dtype)
         self._store(coef, intercept, classes, plan, learning_rate, prep.released)
         return self
+
+    def _training_rows(self, X, y):
+        """``(X, source, classes_, y_index)``: the rows DP-SGD reads, and where the statistics are summed.
+
+        In memory or out of core: ``source`` is None (the statistics read
+        ``X``). A dask array with an active ``Client``
+        (:func:`~sklearn_fdp._distributed.use_cluster`): ``source`` is the
+        dask array, whose partitions the private means and the quantile's
+        histogram are computed on, on the workers (validated there with the
+        in-memory rules), and ``X`` a row source over it from which the DP-SGD
+        steps read their Poisson batches; the labels are encoded per
+        partition and ``y_index`` (one integer per row) is gathered.
+        """
+        if not use_cluster(X):
+            X, classes, y_index = validate_linear_data(self, X, y, accept_sparse=False)
+            return X, None, classes, y_index
+        source, classes, y_index = partitioned_labels(self, X, y)
+        rows = as_row_source(source, type(self).__name__)
+        return rows, source, classes, np.asarray(y_index.compute())
 
     @fill_doc
     def privacy_plan(self, n_samples: int, n_features: int, *,
