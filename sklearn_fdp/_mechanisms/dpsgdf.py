@@ -93,7 +93,7 @@ def _release_upper_quantile(counts, edges, noise_multiplier, rng, *, noise="defa
     noisy = counts + rng.normal(0.0, noise_multiplier, len(edges))
     z = float(_normal.isf(_QUANTILE_FALSE_POSITIVE / len(edges)))
     heavy = np.flatnonzero(noisy > z * noise_multiplier)
-    tau = float(edges[heavy[-1]]) if heavy.size else float(top)
+    tau = float(edges[heavy[-1]] if heavy.size else edges[-1])  # edges[-1] is top
     return tau, accounting.gaussian_event(noise_multiplier)
 
 
