@@ -57,6 +57,7 @@ from ._sparse import (
     lazy_clipped_residuals,
     lazy_steps,
 )
+from ._statistic import clipped_design
 from ._update import sgd_update
 
 __all__ = [
@@ -76,6 +77,7 @@ __all__ = [
     "clip_factors",
     "clip_residuals",
     "clip_target",
+    "clipped_design",
     "csr_clipped_sum",
     "csr_format_code",
     "csr_keep_columns",
