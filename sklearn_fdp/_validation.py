@@ -141,6 +141,18 @@ def check_delta_vs_n(delta, n_samples, estimator_name, stacklevel=3):
         )
 
 
+_kernels_checked = False
+
+
+def _announce_compilation():
+    """The first fit of the process says when it will compile the numba kernels."""
+    global _kernels_checked
+    _kernels_checked = True
+    from ._kernels._first_run import announce_compilation
+
+    announce_compilation()
+
+
 def atomic_fit(fit):
     """Decorate ``fit`` so that a failing call leaves the estimator as it was.
 
@@ -153,6 +165,8 @@ def atomic_fit(fit):
 
     @functools.wraps(fit)
     def wrapper(self, *args, **kwargs):
+        if not _kernels_checked:
+            _announce_compilation()
         saved = dict(self.__dict__)
         # The sparse matrices canonical_csr verifies during this fit (and
         # any fit it runs inside) are not read again.
