@@ -458,26 +458,22 @@ def test_first_fit_announces_the_kernels_compilation_once(monkeypatch, capfd):
     """Issue 37: a fit that will compile the kernels says so, once per process, on the real
     standard error (which the private search's trials do not redirect)."""
     from sklearn_fdp import DPSGDClassifier, _validation
-    from sklearn_fdp._kernels import _first_run
 
-    monkeypatch.setattr(_first_run, "kernels_cached", lambda: False)
-    monkeypatch.setattr(_first_run, "_checked", False)
+    monkeypatch.setattr(_validation, "kernels_cached", lambda: False)
     monkeypatch.setattr(_validation, "_kernels_checked", False)
     X = np.random.default_rng(0).random((200, 3))
     y = (X[:, 0] > 0.5).astype(int)
     DPSGDClassifier(epochs=1, random_state=0).fit(X, y)
     DPSGDClassifier(epochs=1, random_state=0).fit(X, y)
     err = capfd.readouterr().err
-    assert err.count(_first_run.NOTICE) == 1
+    assert err.count(_validation.COMPILE_NOTICE) == 1
 
 
 def test_no_notice_once_the_kernels_are_cached(monkeypatch, capfd):
     from sklearn_fdp import DPSGDClassifier, _validation
-    from sklearn_fdp._kernels import _first_run
 
-    monkeypatch.setattr(_first_run, "kernels_cached", lambda: True)
-    monkeypatch.setattr(_first_run, "_checked", False)
+    monkeypatch.setattr(_validation, "kernels_cached", lambda: True)
     monkeypatch.setattr(_validation, "_kernels_checked", False)
     X = np.random.default_rng(0).random((200, 3))
     DPSGDClassifier(epochs=1, random_state=0).fit(X, (X[:, 0] > 0.5).astype(int))
-    assert _first_run.NOTICE not in capfd.readouterr().err
+    assert _validation.COMPILE_NOTICE not in capfd.readouterr().err

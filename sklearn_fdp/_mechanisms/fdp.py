@@ -89,8 +89,8 @@ from .._kernels import (
 )
 from .._outofcore import (
     column_subset_squared_norms,
-    is_row_source,
     iter_row_blocks,
+    row_block_kind,
     map_rows,
     take_rows,
 )
@@ -788,9 +788,12 @@ def _dense_public_columns(X, public_idx):
     Float64 ``X`` out of core (a row source), or in memory and dense with public
     columns too many for Newton's Hessian or denser than ``_NEWTON_MAX_DENSITY``.
     """
-    if is_row_source(X):
-        return X.dtype == np.float64
-    if not (isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype == np.float64 and X.size):
+    kind = row_block_kind(X)
+    if kind is None or X.dtype != np.float64:
+        return False
+    if kind == "source":
+        return True
+    if not X.size:
         return False
     if len(public_idx) > _NEWTON_MAX_COLUMNS:
         return True
