@@ -29,7 +29,7 @@ on the same input kind); memory is deterministic (the largest of the rounds
 is reported). The machine is shared: the load average is recorded before and
 after; CPU time is what survives the load, memory does not depend on it.
 
-Run alone (about 3 minutes on 2 cores):
+Run alone (about 5 minutes on 2 shared cores at load 10):
 ``PYTHONPATH=. python benchmarks/bench_memory.py`` (``--rows 200000`` for a
 quick look; ``--rounds 1``).
 
