@@ -150,6 +150,17 @@ def block_bounds(n_rows, step):
         yield start, (n_rows if n_rows - (start + step) < 2 else start + step)
 
 
+def row_block_kind(X):
+    """How :func:`iter_row_blocks` reads ``X``: ``"source"`` (an out-of-core row source,
+    blocks read from it), ``"memory"`` (a 2-D in-memory ndarray, blocks are views) or None
+    (anything else: sparse, dask without a source, ...)."""
+    if is_row_source(X):
+        return "source"
+    if isinstance(X, np.ndarray) and X.ndim == 2:
+        return "memory"
+    return None
+
+
 def iter_row_blocks(X, chunk_bytes=None):
     """Yield ``(start, block)``: consecutive row blocks of an ndarray or a :class:`RowSource`.
 

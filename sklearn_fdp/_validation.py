@@ -141,6 +141,45 @@ def check_delta_vs_n(delta, n_samples, estimator_name, stacklevel=3):
         )
 
 
+# The first fit after install (issue 37). The numba kernels are compiled on
+# first use and cached on disk (``cache=True``, beside the package or in
+# numba's user cache when the package's folder is read-only): once per
+# machine and installation, a few seconds a first fit used to spend in
+# silence. The first fit of a process looks for the cache index of a few
+# kernels every linear fit uses; when one is missing it writes one line to the
+# process's standard error (``sys.__stderr__``, not a redirected
+# ``sys.stderr``: the private search holds back what its trials print).
+# Nothing once the cache exists, nor when numba's cache layout cannot be read.
+COMPILE_NOTICE = ("sklearn_fdp: compiling its numba kernels for this machine (once; cached on "
+                  "disk for later runs): this first fit takes a few seconds longer.")
+
+_kernels_checked = False
+
+
+def kernels_cached():
+    """Whether the on-disk cache of the most used kernels exists (True when unknown)."""
+    import os
+
+    from ._kernels import clip_residuals, gather_rows, sgd_update
+
+    try:
+        return all(os.path.exists(kernel._cache._cache_file._index_path)
+                   for kernel in (gather_rows, clip_residuals, sgd_update))
+    except Exception:  # numba's private layout changed: say nothing
+        return True
+
+
+def _announce_compilation():
+    """Write :data:`COMPILE_NOTICE` once per process, before a fit that will compile."""
+    global _kernels_checked
+    _kernels_checked = True
+    if kernels_cached():
+        return
+    stream = sys.__stderr__ if sys.__stderr__ is not None else sys.stderr
+    if stream is not None:
+        print(COMPILE_NOTICE, file=stream, flush=True)
+
+
 def atomic_fit(fit):
     """Decorate ``fit`` so that a failing call leaves the estimator as it was.
 
@@ -153,6 +192,8 @@ def atomic_fit(fit):
 
     @functools.wraps(fit)
     def wrapper(self, *args, **kwargs):
+        if not _kernels_checked:
+            _announce_compilation()
         saved = dict(self.__dict__)
         # The sparse matrices canonical_csr verifies during this fit (and
         # any fit it runs inside) are not read again.

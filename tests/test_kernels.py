@@ -417,3 +417,63 @@ def test_fdp_csr_step_binary_is_fdp_csr_step(label_public, fit_intercept):
                                   keep_indices[:nnz], keep_data[:nnz], idx, pub_idx, y, theta,
                                   fit_intercept, pub_f, pub_sq, label_public, 0.5, 0.7, *got)
             assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("n_private", [0, 3])
+def test_clipped_design_is_numpys_blocks_bit_for_bit(fit_intercept, n_private):
+    """The regression statistic's design rows (issue 37): the kernel writes what numpy's
+    column selections, norms and products wrote, bit for bit, and leaves rows whose norm
+    needs rescaling (entries beyond 1e140 or all below 1e-140) to numpy."""
+    from sklearn_fdp._kernels import clipped_design
+    from sklearn_fdp._mechanisms.gaussian_mean import row_scale_factors
+
+    rng = np.random.default_rng(11)
+    n, d = 700, 13
+    X = rng.standard_normal((n, d)) * rng.random((n, 1)) ** 3 * 2  # some rows clipped
+    X[5] = 0.0
+    private_idx = np.sort(rng.choice(d, n_private, replace=False)).astype(np.intp)
+    public_idx = np.setdiff1d(np.arange(d), private_idx).astype(np.intp)
+    d_p1 = len(public_idx) + fit_intercept
+    Z = np.full((n, d_p1 + n_private + 1), np.nan)
+    f_pub, f_priv = np.empty(n), np.empty(n)
+    assert clipped_design(X, public_idx, private_idx, fit_intercept, 0.9, 0.4, Z, f_pub, f_priv)
+    ref_pub = row_scale_factors(X[:, public_idx], 0.9, "clip")
+    assert np.array_equal(f_pub, ref_pub) and np.any(ref_pub < 1)
+    assert np.array_equal(Z[:, :len(public_idx)], X[:, public_idx] * ref_pub[:, None])
+    if fit_intercept:
+        assert np.all(Z[:, len(public_idx)] == 1.0)
+    if n_private:
+        ref_priv = row_scale_factors(X[:, private_idx], 0.4, "clip")
+        assert np.array_equal(f_priv, ref_priv)
+        assert np.array_equal(Z[:, d_p1:d_p1 + n_private], X[:, private_idx] * ref_priv[:, None])
+    else:
+        assert np.all(f_priv == 1.0)
+    X[7, 0] = 1e150  # needs the rescaled norm: left to numpy
+    assert not clipped_design(X, public_idx, private_idx, fit_intercept, 0.9, 0.4, Z, f_pub,
+                              f_priv)
+
+
+def test_first_fit_announces_the_kernels_compilation_once(monkeypatch, capfd):
+    """Issue 37: a fit that will compile the kernels says so, once per process, on the real
+    standard error (which the private search's trials do not redirect)."""
+    from sklearn_fdp import DPSGDClassifier, _validation
+
+    monkeypatch.setattr(_validation, "kernels_cached", lambda: False)
+    monkeypatch.setattr(_validation, "_kernels_checked", False)
+    X = np.random.default_rng(0).random((200, 3))
+    y = (X[:, 0] > 0.5).astype(int)
+    DPSGDClassifier(epochs=1, random_state=0).fit(X, y)
+    DPSGDClassifier(epochs=1, random_state=0).fit(X, y)
+    err = capfd.readouterr().err
+    assert err.count(_validation.COMPILE_NOTICE) == 1
+
+
+def test_no_notice_once_the_kernels_are_cached(monkeypatch, capfd):
+    from sklearn_fdp import DPSGDClassifier, _validation
+
+    monkeypatch.setattr(_validation, "kernels_cached", lambda: True)
+    monkeypatch.setattr(_validation, "_kernels_checked", False)
+    X = np.random.default_rng(0).random((200, 3))
+    DPSGDClassifier(epochs=1, random_state=0).fit(X, (X[:, 0] > 0.5).astype(int))
+    assert _validation.COMPILE_NOTICE not in capfd.readouterr().err

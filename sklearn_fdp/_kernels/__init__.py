@@ -51,11 +51,13 @@ from ._sparse import (
     csr_squared_row_norms,
     dense_columns_csr_size,
     dense_columns_to_csr,
+    dense_nnz_capped,
     dense_to_csr_capped,
     flush,
     lazy_clipped_residuals,
     lazy_steps,
 )
+from ._statistic import clipped_design
 from ._update import sgd_update
 
 __all__ = [
@@ -75,6 +77,7 @@ __all__ = [
     "clip_factors",
     "clip_residuals",
     "clip_target",
+    "clipped_design",
     "csr_clipped_sum",
     "csr_format_code",
     "csr_keep_columns",
@@ -84,6 +87,7 @@ __all__ = [
     "dense_clipped_sum",
     "dense_columns_csr_size",
     "dense_columns_to_csr",
+    "dense_nnz_capped",
     "dense_to_csr_capped",
     "fdp_csr_private_sum",
     "fdp_csr_public_sum",

@@ -111,6 +111,23 @@ def dense_columns_to_csr(X, cols, indptr, indices, data):
 
 
 @njit(cache=True)
+def dense_nnz_capped(X, cap):
+    """Number of non-zeros of dense ``X``, or -1 as soon as it exceeds ``cap``.
+
+    The counting pass before :func:`dense_to_csr_capped`: dense data stops it
+    after about ``cap`` entries, and the CSR arrays are then allocated at their
+    exact size (no room for the densest ``X`` accepted, written and dropped).
+    """
+    nnz = 0
+    for i in range(X.shape[0]):
+        for c in range(X.shape[1]):
+            nnz += X[i, c] != 0
+        if nnz > cap:
+            return -1
+    return nnz
+
+
+@njit(cache=True)
 def dense_to_csr_capped(X, indptr, indices, data):
     """Fill the canonical CSR arrays of dense ``X`` in one pass, or give up.
 

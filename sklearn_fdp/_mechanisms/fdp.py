@@ -79,6 +79,7 @@ from .._kernels import (
     csr_masked_squared_norms,
     dense_columns_csr_size,
     dense_columns_to_csr,
+    dense_nnz_capped,
     dense_to_csr_capped,
     fdp_csr_private_sum,
     fdp_csr_public_sum,
@@ -86,7 +87,13 @@ from .._kernels import (
     fdp_csr_step_binary,
     loss_code,
 )
-from .._outofcore import column_subset_squared_norms, map_rows, take_rows
+from .._outofcore import (
+    column_subset_squared_norms,
+    iter_row_blocks,
+    row_block_kind,
+    map_rows,
+    take_rows,
+)
 from .._random import secure_if
 from .._validation import canonical_csr
 
@@ -117,16 +124,19 @@ def _fused_rows(X):
     if not (isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype == np.float64
             and X.size):
         return None
-    # One pass (no counting pass first) into room for the densest X accepted.
-    cap = int(_FUSED_MAX_DENSITY * X.size)
-    room = cap + X.shape[1]
+    # Count first (stopped once past the cap: dense X is read only in part),
+    # then fill arrays of the exact size. Filling room for the densest X
+    # accepted in one pass wrote and dropped 0.25 x 12 bytes per entry of
+    # dense X, and kept that room alive for sparse X (issue 37).
+    nnz = dense_nnz_capped(X, int(_FUSED_MAX_DENSITY * X.size))
+    if nnz < 0:
+        return None
+    room = nnz + X.shape[1]
     index = np.int32 if room < np.iinfo(np.int32).max else np.int64
     indptr = np.empty(X.shape[0] + 1, dtype=index)
     indices = np.empty(room, dtype=index)
     data = np.empty(room, dtype=X.dtype)
-    nnz = dense_to_csr_capped(X, indptr, indices, data)
-    if nnz < 0:
-        return None
+    dense_to_csr_capped(X, indptr, indices, data)
     return indptr, indices[:nnz], data[:nnz]
 
 
@@ -150,10 +160,18 @@ def fused_rows(X, public_loss):
     return _fused_rows(X) if public_loss == "mask" else None
 
 
-def public_scale_norms(rows, public_mask):
-    """``‖x_i,pub‖²`` of every row from :func:`fused_rows` (float64; ``None`` without rows)."""
+def public_scale_norms(rows, public_mask, X=None):
+    """``‖x_i,pub‖²`` of every row from :func:`fused_rows` (float64).
+
+    Without rows: those of ``X`` as the public view computes them
+    (:func:`~sklearn_fdp._outofcore.column_subset_squared_norms`, read once
+    for the public scale and the view, not twice), or ``None`` when ``X`` is
+    not given either.
+    """
     if rows is None:
-        return None
+        if X is None or not np.any(public_mask):
+            return None
+        return column_subset_squared_norms(X, np.flatnonzero(public_mask))
     indptr, indices, data = rows
     out = np.empty(indptr.shape[0] - 1, dtype=np.float64)
     csr_masked_squared_norms(indptr, indices, data,
@@ -759,18 +777,98 @@ def _binary_newton(indptr, indices, data, colmap, n_columns, y, fit_intercept, C
     return None
 
 
-def _public_newton_rows(X, public_idx, rows):
+# Rows per chunk of the copy-free L-BFGS on dense public columns (about 8 MiB
+# of float64 a chunk: one chunk's decision values and residuals at a time).
+_LBFGS_CHUNK_BYTES = 8 * 2**20
+
+
+def _dense_public_columns(X, public_idx):
+    """Whether :func:`_public_design` would copy ``X``'s public columns dense (L-BFGS).
+
+    Float64 ``X`` out of core (a row source), or in memory and dense with public
+    columns too many for Newton's Hessian or denser than ``_NEWTON_MAX_DENSITY``.
+    """
+    kind = row_block_kind(X)
+    if kind is None or X.dtype != np.float64:
+        return False
+    if kind == "source":
+        return True
+    if not X.size:
+        return False
+    if len(public_idx) > _NEWTON_MAX_COLUMNS:
+        return True
+    cols = np.asarray(public_idx, dtype=np.intp)
+    return dense_columns_csr_size(X, cols) > _NEWTON_MAX_DENSITY * X.shape[0] * len(cols)
+
+
+def _binary_lbfgs_in_place(X, public_idx, y, fit_intercept, C=1.0):
+    """Coefficients ``[w, b]`` of ``LogisticRegression(C=C, solver="lbfgs")`` on ``X[:, public_idx]``.
+
+    Binary ``y`` (0 / 1), dense ``X`` read in row blocks
+    (:func:`~sklearn_fdp._outofcore.iter_row_blocks`: views in memory, reads
+    out of core, the same blocks and so the same sums bit for bit): no copy
+    of the public columns (issue 37: at a million rows that copy was most of
+    the fit's extra memory, and made twice). The same objective,
+    optimiser and options as scikit-learn's ``lbfgs`` solver (``(1/n) Σ
+    log-loss + ‖w‖² / (2 C n)``, SciPy's L-BFGS-B with ``maxls=50``, ``gtol``
+    1e-4, ``ftol`` 64 ε, from zero); the sums are taken chunk by chunk over
+    every column with zero weights on the private ones, so the coefficients
+    agree with scikit-learn's up to rounding and the solver's tolerance.
+    """
+    import warnings
+
+    from scipy.optimize import minimize
+    from sklearn.exceptions import ConvergenceWarning
+
+    n, d = X.shape
+    p = len(public_idx)
+    l2_reg = 1.0 / (C * n)
+    w_full = np.zeros(d)
+    g_full = np.empty(d)
+
+    def loss_gradient(w):
+        w_full[public_idx] = w[:p]
+        b = w[p] if fit_intercept else 0.0
+        g_full[:] = 0.0
+        loss = grad_b = 0.0
+        for start, Xc in iter_row_blocks(X, _LBFGS_CHUNK_BYTES):
+            yc = y[start:start + Xc.shape[0]]
+            z = Xc @ w_full
+            z += b
+            loss += float(np.sum(np.logaddexp(0.0, z) - yc * z))
+            r = expit(z)
+            r -= yc
+            g_full[:] += r @ Xc
+            grad_b += float(r.sum())
+        grad = np.empty_like(w)
+        grad[:p] = g_full[public_idx] / n + l2_reg * w[:p]
+        if fit_intercept:
+            grad[p] = grad_b / n
+        return loss / n + 0.5 * l2_reg * float(w[:p] @ w[:p]), grad
+
+    result = minimize(loss_gradient, np.zeros(p + int(fit_intercept)), method="L-BFGS-B",
+                      jac=True, options={"maxiter": _NEWTON_MAX_ITER, "maxls": 50,
+                                         "gtol": _NEWTON_TOL,
+                                         "ftol": 64 * np.finfo(float).eps})
+    if not result.success:
+        warnings.warn(f"Public pretraining: L-BFGS stopped before converging ({result.message}).",
+                      ConvergenceWarning, stacklevel=4)
+    return result.x
+
+
+def _public_newton_rows(X, public_idx, rows, design=None):
     """``(indptr, indices, data, colmap)`` for :func:`_binary_newton`, or ``None``.
 
     ``rows`` (:func:`fused_rows`, float64 CSR of every column) are read in
     place with a column map; otherwise the CSR copy of :func:`_public_design`
-    (when it picks Newton and is float64).
+    (when it picks Newton and is float64). ``design``: that function's result,
+    when the caller has it (it copies the public columns).
     """
     if rows is not None:
         colmap = np.full(X.shape[1], len(public_idx), dtype=np.int64)  # = ignored
         colmap[public_idx] = np.arange(len(public_idx))
         return (*rows, colmap)
-    Xp, solver = _public_design(X, public_idx)
+    Xp, solver = _public_design(X, public_idx) if design is None else design
     if solver != "newton-cholesky" or Xp.dtype != np.float64:
         return None
     Xp = canonical_csr(Xp)
@@ -781,10 +879,12 @@ def _public_design(X, public_idx, rows=None, n_outputs=1):
     """``(X[:, public_idx], solver)``: a CSR copy and Newton when sparse enough, else L-BFGS.
 
     ``rows``: :func:`fused_rows` of ``X``, when the caller has them.
-    ``n_outputs``: columns of θ (1 for two classes, k for k > 2).
+    ``n_outputs``: columns of θ (1 for two classes, k for k > 2). A dense
+    copy is C-ordered, as scikit-learn's solvers take it (``X[:, idx]`` is
+    F-ordered, and ``LogisticRegression`` copied it again).
     """
     if len(public_idx) * n_outputs > _NEWTON_MAX_COLUMNS:
-        return X[:, public_idx], "lbfgs"
+        return _dense_columns(X, public_idx), "lbfgs"
     if rows is not None:
         indptr, indices, data = rows
         full = sp.csr_matrix((data, indices, indptr), shape=X.shape)
@@ -798,7 +898,14 @@ def _public_design(X, public_idx, rows=None, n_outputs=1):
             indptr, indices, data = _dense_to_csr(X, cols, nnz)
             return sp.csr_matrix((data, indices, indptr), shape=(X.shape[0], len(cols))), \
                 "newton-cholesky"
-    return X[:, public_idx], "lbfgs"
+    return _dense_columns(X, public_idx), "lbfgs"
+
+
+def _dense_columns(X, cols):
+    """``X[:, cols]``, C-ordered when ``X`` is an in-memory array (one copy, not two)."""
+    if isinstance(X, np.ndarray):
+        return np.take(X, np.asarray(cols, dtype=np.intp), axis=1)
+    return X[:, cols]
 
 
 def public_minimiser(X, y, theta0, public_mask, fit_intercept, loss=None, rows=None):
@@ -820,33 +927,44 @@ def public_minimiser(X, y, theta0, public_mask, fit_intercept, loss=None, rows=N
     theta = theta0.copy()
     if len(public_idx) == 0:
         return theta
+    design = None  # _public_design's (copy, solver), when made
     if loss is not None and loss.is_regression:
         model = LinearRegression(fit_intercept=fit_intercept)
         # A plain in-memory copy, so that a memmap (out-of-core) X and an
         # ndarray take the same path through scikit-learn, bit for bit.
-        Xp = X[:, public_idx]
+        Xp = _dense_columns(X, public_idx) if not sp.issparse(X) else X[:, public_idx]
         if not sp.issparse(Xp):
-            Xp = np.array(Xp, dtype=np.float64, order="C")
+            Xp = np.asarray(Xp, dtype=np.float64, order="C")  # copied once, not twice
         model.fit(Xp, y)
         theta[public_idx, 0] = np.ravel(model.coef_).astype(theta.dtype)
         if fit_intercept:
             theta[X.shape[1], 0] = theta.dtype.type(model.intercept_)
         return theta
+    yv = np.asarray(y, dtype=np.float64)
+    # Both classes present (else scikit-learn raises, as it did before).
+    both = theta.shape[1] == 1 and yv.size and yv.min() == 0.0 and yv.max() == 1.0
+    if both and rows is None and _dense_public_columns(X, public_idx):
+        coef = _binary_lbfgs_in_place(X, public_idx, yv, fit_intercept)
+        theta[public_idx, 0] = coef[:len(public_idx)].astype(theta.dtype)
+        if fit_intercept:
+            theta[X.shape[1], 0] = theta.dtype.type(coef[-1])
+        return theta
     if (theta.shape[1] == 1 and len(public_idx) <= _NEWTON_MAX_COLUMNS
             and X.dtype == np.float64
             and (rows is not None or sp.issparse(X) or isinstance(X, np.ndarray))):
-        yv = np.asarray(y, dtype=np.float64)
-        # Both classes present (else scikit-learn raises, as it did before).
-        both = yv.size and yv.min() == 0.0 and yv.max() == 1.0
-        design = _public_newton_rows(X, public_idx, rows) if both else None
-        coef = None if design is None else _binary_newton(
-            *design, len(public_idx), np.ascontiguousarray(yv), fit_intercept)
+        if both and rows is None:  # the design below, made once
+            design = _public_design(X, public_idx)
+        newton = _public_newton_rows(X, public_idx, rows, design) if both else None
+        coef = None if newton is None else _binary_newton(
+            *newton, len(public_idx), np.ascontiguousarray(yv), fit_intercept)
         if coef is not None:
             theta[public_idx, 0] = coef[:len(public_idx)].astype(theta.dtype)
             if fit_intercept:
                 theta[X.shape[1], 0] = theta.dtype.type(coef[-1])
             return theta
-    Xp, solver = _public_design(X, public_idx, rows, n_outputs=theta.shape[1])
+    Xp, solver = (_public_design(X, public_idx, rows, n_outputs=theta.shape[1])
+                  if design is None else design)
+    del design  # Xp only: the Newton attempt's copy is not kept twice
     model = LogisticRegression(fit_intercept=fit_intercept, max_iter=1000, solver=solver)
     model.fit(Xp, y)
     theta[public_idx] = model.coef_.T.astype(theta.dtype)

@@ -128,6 +128,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._distributed import tree_reduce, use_cluster, validate_partition
+from .._kernels import clipped_design
 from .._outofcore import row_slice
 from .gaussian_mean import row_scale_factors
 
@@ -423,14 +424,22 @@ def _statistic_chunk(rows, y, layout, y_bounds):
     d_p1 = d_p + int(layout.fit_intercept)
     rows = _dense_float64(rows)
     Z = np.empty((rows.shape[0], d_p1 + d_q + 1))
-    block = rows[:, layout.public_idx]
-    f_pub = _clip_factors(block, layout.public_bound)
-    np.multiply(block, f_pub[:, None], out=Z[:, :d_p])
-    if layout.fit_intercept:
-        Z[:, d_p] = 1.0
-    block = rows[:, layout.private_idx]
-    f_priv = _clip_factors(block, layout.private_bound)
-    np.multiply(block, f_priv[:, None], out=Z[:, d_p1:d_p1 + d_q])
+    f_pub, f_priv = np.empty(rows.shape[0]), np.empty(rows.shape[0])
+    # One compiled pass: the clipped blocks written into Z, no column copies
+    # (the same values as the numpy below, which takes the rows the kernel
+    # leaves to it: entries beyond _PLAIN_NORM_RANGE).
+    if not clipped_design(rows, np.asarray(layout.public_idx, dtype=np.intp),
+                          np.asarray(layout.private_idx, dtype=np.intp),
+                          bool(layout.fit_intercept), float(layout.public_bound),
+                          float(layout.private_bound), Z, f_pub, f_priv):
+        block = rows[:, layout.public_idx]
+        f_pub = _clip_factors(block, layout.public_bound)
+        np.multiply(block, f_pub[:, None], out=Z[:, :d_p])
+        if layout.fit_intercept:
+            Z[:, d_p] = 1.0
+        block = rows[:, layout.private_idx]
+        f_priv = _clip_factors(block, layout.private_bound)
+        np.multiply(block, f_priv[:, None], out=Z[:, d_p1:d_p1 + d_q])
     if y is None:  # no target (FeatureDPPCA): its column stays zero
         n_clipped, Z[:, -1] = 0, 0.0
     else:

@@ -196,7 +196,7 @@ def _fit_alg1(est, X, y, loss, plan, gens):
     # X's rows for the fused oracles (a CSR copy of sparse-enough dense X),
     # made once and shared with the public scale, the oracles and pretraining.
     rows = fused_rows(X, est.public_loss)
-    norms = public_scale_norms(rows, public_mask)
+    norms = public_scale_norms(rows, public_mask, X)
     X, scale = rescaled_for_public_steps(X, public_mask, norms)
     if scale != 1.0:  # of X / scale: made again by the oracles
         rows = norms = None

@@ -795,3 +795,57 @@ def test_compiled_newton_leaves_what_it_cannot_follow_to_scikit_learn():
     np.testing.assert_array_equal(theta[:25, 0], ref.coef_[0])  # scikit-learn's run, exactly
     with pytest.raises(ValueError, match="class"):
         fdp.public_minimiser(X, np.zeros(500), np.zeros((26, 1)), public_mask, True)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_public_minimiser_on_dense_columns_is_scikit_learns_lbfgs(fit_intercept, monkeypatch):
+    """Dense public columns: scikit-learn's L-BFGS objective, read in row blocks (issue 37).
+
+    Small blocks force several; the same objective, optimiser and options as
+    LogisticRegression(solver="lbfgs") take the same iterates, so the result
+    agrees with scikit-learn's run up to the rounding of sums taken in another
+    order (1e-8 leaves room; stopping one iteration earlier or later moves the
+    weights by ~1e-3 here), and every private weight stays 0.
+    """
+    from sklearn.linear_model import LogisticRegression
+
+    from sklearn_fdp._mechanisms import fdp
+
+    monkeypatch.setattr(fdp, "_LBFGS_CHUNK_BYTES", 4096)
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((3000, 12))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = (X[:, :4].sum(axis=1) + 0.2 * rng.standard_normal(3000) > 0).astype(np.float64)
+    public_mask = np.arange(12) % 3 != 0
+    assert fdp._dense_public_columns(X, np.flatnonzero(public_mask))
+    theta = fdp.public_minimiser(X, y, np.zeros((12 + fit_intercept, 1)), public_mask,
+                                 fit_intercept)
+    ref = LogisticRegression(max_iter=1000, fit_intercept=fit_intercept).fit(
+        X[:, public_mask], y)
+    np.testing.assert_allclose(theta[:12][public_mask, 0], ref.coef_[0], rtol=0, atol=1e-8)
+    if fit_intercept:
+        np.testing.assert_allclose(theta[12], ref.intercept_, rtol=0, atol=1e-8)
+    assert np.all(theta[:12][~public_mask] == 0)
+
+
+def test_public_pretraining_copies_no_dense_columns():
+    """At most O(n) + a block's worth of memory, never O(n d): no copy of X[:, public]."""
+    import tracemalloc
+
+    from sklearn_fdp._mechanisms import fdp
+
+    rng = np.random.default_rng(3)
+    n, d = 40_000, 40
+    X = rng.standard_normal((n, d)) / np.sqrt(d)
+    y = (X[:, 0] > 0).astype(np.float64)
+    public_mask = np.arange(d) >= 4
+    fdp.public_minimiser(X[:500], y[:500], np.zeros((d + 1, 1)), public_mask, True)  # compile
+    tracemalloc.start()
+    try:
+        fdp.public_minimiser(X, y, np.zeros((d + 1, 1)), public_mask, True)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # The copy of the public columns alone would be 0.9 X.nbytes; the fit keeps
+    # a few float64 per row (y, a block's residuals) and one 8 MiB block.
+    assert peak < X.nbytes / 4 + fdp._LBFGS_CHUNK_BYTES, (peak, X.nbytes)
