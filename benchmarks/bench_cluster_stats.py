@@ -29,6 +29,11 @@ largest coefficient difference.
 Writes ``benchmarks/results/cluster_stats.json`` and ``cluster_stats.md``.
 Run it under ``nice``; the machine's load average before and after is
 recorded (on a shared machine other jobs take cores and inflate times).
+
+Results (in ``benchmarks/results/``): ``cluster_stats.json``, ``cluster_stats.md``.
+Quoted in (the sections whose figures come from these files):
+
+* docs/scale.md § "Measured, and projected to 10⁹ rows"
 """
 
 import os

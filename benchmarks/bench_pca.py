@@ -33,6 +33,11 @@ train split, scored on the test split; plus the classifier on all columns withou
 projection.
 
 Writes ``benchmarks/results/pca.json`` and ``pca.md``.
+
+Results (in ``benchmarks/results/``): ``pca.json``, ``pca.md``.
+Quoted in (the sections whose figures come from these files):
+
+* docs/preprocessing.md § "Feature-DP PCA: `FeatureDPPCA`"
 """
 
 import argparse

@@ -17,6 +17,7 @@ Results (in ``benchmarks/results/``): ``search.json``, ``search.md``.
 Quoted in (the sections whose figures come from these files):
 
 * docs/results.md § "Private hyper-parameter search on Adult"
+* docs/user_guide.md § "Private hyper-parameter search"
 """
 
 import argparse
