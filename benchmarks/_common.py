@@ -1,9 +1,89 @@
 """Helpers shared by the benchmark scripts (run as ``python benchmarks/bench_*.py``)."""
 
 import hashlib
+import json
+import os
 import pathlib
+import resource
+import subprocess
+import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+OPACUS_PY = ROOT / ".venv-opacus" / "bin" / "python"
+# The thread pools a speed benchmark pins to one thread (its own before numpy is imported,
+# with ``one_thread()``; its children's with ``child_env``).
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+
+
+def one_thread():
+    """One thread for every pool of this process: call it before numpy is imported."""
+    for var in THREAD_VARS:
+        os.environ[var] = "1"
+
+
+def cpu_seconds(who=resource.RUSAGE_SELF):
+    """User + system CPU seconds of this process (or of its finished children)."""
+    r = resource.getrusage(who)
+    return r.ru_utime + r.ru_stime
+
+
+def child_env(**extra):
+    """The environment of a child Python: one thread per pool, warnings off, this checkout
+    on ``PYTHONPATH``, plus ``extra``."""
+    env = {**os.environ, **{v: "1" for v in THREAD_VARS}, "PYTHONWARNINGS": "ignore",
+           "PYTHONPATH": str(ROOT)}
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def run_child(argv, **env):
+    """Run a child Python; return (its last stdout line that is a JSON object, wall seconds,
+    CPU seconds including its children, its stderr). A failed child raises RuntimeError."""
+    c0, w0 = cpu_seconds(resource.RUSAGE_CHILDREN), time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=child_env(**env))
+    wall, cpu = time.perf_counter() - w0, cpu_seconds(resource.RUSAGE_CHILDREN) - c0
+    if done.returncode != 0:
+        raise RuntimeError(f"child {argv[1:4]} failed:\n{done.stdout[-3000:]}\n"
+                           f"{done.stderr[-3000:]}")
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
+    return (json.loads(lines[-1]) if lines else {}), wall, cpu, done.stderr
+
+
+def summarise_accuracy(lines, epsilons, no_privacy_key):
+    """name -> column -> (mean, std, n) of the runs' ``test_accuracy`` at each ε of
+    ``epsilons`` (column ``str(ε)``) and without privacy (ε None: ``no_privacy_key``)."""
+    import numpy as np
+
+    table = {}
+    for name, results in lines.items():
+        row = {}
+        for eps in [None] + list(epsilons):
+            accs = [r["test_accuracy"] for r in results if r["epsilon"] == eps]
+            if accs:
+                row[no_privacy_key if eps is None else str(eps)] = (
+                    float(np.mean(accs)), float(np.std(accs)), len(accs))
+        table[name] = row
+    return table
+
+
+def save_figure(fig, path):
+    """Lay out ``fig``, write it to ``path`` (120 dpi; folders created) and close it."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write_json_and_markdown(stem, result, markdown):
+    """Write ``result`` to ``<stem>.json`` and the text ``markdown`` to ``<stem>.md``
+    (``stem`` a path without suffix), and print the text."""
+    stem = pathlib.Path(stem)
+    stem.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
+    stem.with_suffix(".md").write_text(markdown)
+    print(markdown)
 
 
 def library_fingerprint():
@@ -29,11 +109,41 @@ def library_fingerprint():
     return dict(git_head=head, sklearn_fdp_sources_sha256=h.hexdigest())
 
 
+def run_meta(cpu_minutes):
+    """The first entries of a study's saved run: date, machine, Python, the library's
+    fingerprint (``library``) and the CPU minutes it took."""
+    import platform
+
+    return dict(date=time.strftime("%Y-%m-%d"), machine=platform.machine(),
+                python=platform.python_version(), library=library_fingerprint(),
+                cpu_minutes=cpu_minutes)
+
+
+def save_run(stem, saved, markdown):
+    """Write ``saved`` to ``results/<stem>.json`` and ``markdown(saved)`` to
+    ``results/<stem>.md``, and print the text."""
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{stem}.json").write_text(json.dumps(saved, indent=1))
+    text = markdown(saved)
+    (RESULTS / f"{stem}.md").write_text(text)
+    print(text)
+
+
+def points_interval(d):
+    """Mean and half-width of the 95 % t interval of the fractions ``d``, in points."""
+    import math
+
+    import numpy as np
+    from scipy import stats
+
+    d = 100.0 * np.asarray(d, dtype=float)
+    half = stats.t.ppf(0.975, d.size - 1) * d.std(ddof=1) / math.sqrt(d.size)
+    return d.mean(), half
+
+
 def write_results(stem, meta, rows, lines):
     """Write ``results/<stem>.json`` (meta and rows) and ``results/<stem>.md`` (the
     lines of its Markdown table), and print the table."""
-    import json
-
     results = ROOT / "benchmarks" / "results"
     results.mkdir(exist_ok=True)
     (results / f"{stem}.json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1))

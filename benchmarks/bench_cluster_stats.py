@@ -259,7 +259,7 @@ def main():
     if args.child == "fit":
         return _fit(args)
 
-    from _common import library_fingerprint
+    from _common import library_fingerprint, write_json_and_markdown
 
     load_before = os.getloadavg()
     if args.data:
@@ -301,10 +301,7 @@ def main():
     finally:
         if not args.keep:
             shutil.rmtree(args.folder, ignore_errors=True)
-    out = pathlib.Path(args.out)
-    out.with_suffix(".json").write_text(json.dumps(res, indent=1) + "\n")
-    out.with_suffix(".md").write_text(_markdown(res))
-    print(_markdown(res))
+    write_json_and_markdown(args.out, res, _markdown(res))
 
 
 if __name__ == "__main__":

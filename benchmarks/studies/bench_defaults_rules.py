@@ -46,19 +46,17 @@ import argparse
 import json
 import math
 import pathlib
-import platform
 import sys
 import time
 import warnings
 
 import numpy as np
-from scipy import stats
 
 from sklearn_fdp import DPSGDClassifier, FeatureDPLogisticRegression
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # the other studies
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
-from _common import library_fingerprint  # noqa: E402
+from _common import points_interval, run_meta  # noqa: E402
 from bench_fdp_alpha import rows_of, scenarios  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).resolve().parents[1] / "results"
@@ -145,12 +143,6 @@ def run_mlp():
     return out
 
 
-def _interval(d):
-    d = 100.0 * np.asarray(d)
-    half = stats.t.ppf(0.975, d.size - 1) * d.std(ddof=1) / math.sqrt(d.size)
-    return d.mean(), half
-
-
 def table(cells, title, reference):
     cands = list(cells[0]["candidates"])
     keys = sorted({(c["scenario"], c["epsilon"]) for c in cells},
@@ -166,7 +158,7 @@ def table(cells, title, reference):
         row = []
         for cand in cands:
             acc = np.array([c["candidates"][cand] for c in rel])
-            mean, half = _interval(acc - ref)
+            mean, half = points_interval(acc - ref)
             row.append(f"{acc.mean():.4f}: {mean:+.2f} ± {half:.2f}")
         lines.append(f"| {sc} | {eps:g} | {len(rel)} | " + " | ".join(row)
                      + f" | {ref.mean():.4f} |")
@@ -218,9 +210,7 @@ def main(argv=None):
                  for p in ("linear", "mlp") if (RESULTS / f"defaults_rules_{p}.json").exists()}
         path = RESULTS / "defaults_rules.json"
         old = json.loads(path.read_text()) if path.exists() else {}
-        saved = dict(date=time.strftime("%Y-%m-%d"), machine=platform.machine(),
-                     python=platform.python_version(), library=library_fingerprint(),
-                     cpu_minutes=sum(p["cpu_minutes"] for p in parts.values()),
+        saved = dict(run_meta(sum(p["cpu_minutes"] for p in parts.values())),
                      conclusion=old.get("conclusion", ""),
                      **{p: v["cells"] for p, v in parts.items()})
         path.write_text(json.dumps(saved, indent=1))

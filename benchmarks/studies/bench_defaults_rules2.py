@@ -70,14 +70,12 @@ import argparse
 import json
 import math
 import pathlib
-import platform
 import sys
 import time
 import warnings
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 
@@ -88,7 +86,7 @@ from sklearn_fdp.linear._feature_dp_logistic import _AUTO_LR_CAP_ALG1, _auto_alp
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # the other studies
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
-from _common import library_fingerprint  # noqa: E402
+from _common import points_interval, run_meta  # noqa: E402
 from bench_fdp_alpha import rows_of, scenarios  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).resolve().parents[1] / "results"
@@ -241,12 +239,6 @@ def run_candidates():
     return dict(cells=cells)
 
 
-def _interval(d):
-    d = 100.0 * np.asarray(d, dtype=float)
-    half = stats.t.ppf(0.975, d.size - 1) * d.std(ddof=1) / math.sqrt(d.size)
-    return d.mean(), half
-
-
 def diagnosis_table(part):
     cells = part["cells"]
     out = ["## Diagnosis (ε = 1, validation accuracy)", "",
@@ -260,13 +252,13 @@ def diagnosis_table(part):
         for sc in scen:
             rel = [c for c in cells if c["scenario"] == sc]
             acc = np.array([c["accuracy"][fit] for c in rel])
-            m, h = _interval(acc - np.array([c["accuracy"]["FDP defaults"] for c in rel]))
+            m, h = points_interval(acc - np.array([c["accuracy"]["FDP defaults"] for c in rel]))
             row.append(f"{acc.mean():.4f}: {m:+.2f} ± {h:.2f}")
         out.append(f"| {fit} | " + " | ".join(row) + " |")
     row = []
     for sc in scen:
         rel = [c for c in cells if c["scenario"] == sc]
-        m, h = _interval([c["accuracy"]["FDP defaults"] - c["accuracy"]["DPSGDClassifier defaults"]
+        m, h = points_interval([c["accuracy"]["FDP defaults"] - c["accuracy"]["DPSGDClassifier defaults"]
                           for c in rel])
         row.append(f"{m:+.2f} ± {h:.2f}")
     out.append("| FDP defaults − DPSGDClassifier defaults | " + " | ".join(row) + " |")
@@ -300,11 +292,11 @@ def splits_table(part):
            "| fit | accuracy | minus FDP defaults |", "|---|---|---|"]
     for fit in cells[0]["accuracy"]:
         acc = np.array([c["accuracy"][fit] for c in cells])
-        m, h = _interval(acc - fdp)
+        m, h = points_interval(acc - fdp)
         out.append(f"| {fit} | {acc.mean():.4f} | {m:+.2f} ± {h:.2f} |")
     d = 100 * (fdp - np.array([c["accuracy"]["DPSGDClassifier defaults"] for c in cells]))
     rate = float(np.mean([c["disagreement"] for c in cells]))
-    m, h = _interval(d / 100)
+    m, h = points_interval(d / 100)
     out += ["", f"FDP defaults − DPSGDClassifier defaults over the splits: {m:+.2f} ± {h:.2f}, "
             f"standard deviation {d.std(ddof=1):.2f} points (predicted from the disagreement "
             f"rate {100 * rate:.2f} % on {n_val:,} rows: {100 * math.sqrt(rate / n_val):.2f}; "
@@ -337,9 +329,9 @@ def candidates_table(part):
                 if refs[0] is None:
                     row.append(f"{acc.mean():.4f}")
                     continue
-                m, h = _interval(acc - np.array(refs))
+                m, h = points_interval(acc - np.array(refs))
             else:
-                m, h = _interval(acc - dflt)
+                m, h = points_interval(acc - dflt)
             row.append(f"{acc.mean():.4f}: {m:+.2f} ± {h:.2f}")
         ref = "—" if refs[0] is None else f"{np.mean(refs):.4f}"
         out.append(f"| {sc} | {eps:g} | {len(rel)} | " + " | ".join(row) + f" | {ref} |")
@@ -351,7 +343,7 @@ def candidates_table(part):
         deltas, below = [], 0
         for sc, eps in keys:
             rel = [c for c in cells if c["scenario"] == sc and c["epsilon"] == eps]
-            m, h = _interval([c["candidates"][cand] - c["candidates"]["default"] for c in rel])
+            m, h = points_interval([c["candidates"][cand] - c["candidates"]["default"] for c in rel])
             deltas.append(m)
             below += m + h < 0
         out.append(f"| {cand} | {np.mean(deltas):+.2f} | {min(deltas):+.2f} | {below} |")
@@ -395,9 +387,7 @@ def main(argv=None):
                  for p in PARTS if (RESULTS / f"defaults_rules2_{p}.json").exists()}
         path = RESULTS / "defaults_rules2.json"
         old = json.loads(path.read_text()) if path.exists() else {}
-        saved = dict(date=time.strftime("%Y-%m-%d"), machine=platform.machine(),
-                     python=platform.python_version(), library=library_fingerprint(),
-                     cpu_minutes=sum(p["cpu_minutes"] for p in parts.values()),
+        saved = dict(run_meta(sum(p["cpu_minutes"] for p in parts.values())),
                      conclusion=old.get("conclusion", ""), **parts)
         path.write_text(json.dumps(saved, indent=1))
         (RESULTS / "defaults_rules2.md").write_text(markdown(saved))

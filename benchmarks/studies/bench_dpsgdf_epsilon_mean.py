@@ -12,9 +12,7 @@ Writes ``benchmarks/results/dpsgdf_epsilon_mean.{json,md}``. Run from the
 repository root with ``PYTHONPATH=.``.
 """
 
-import json
 import pathlib
-import platform
 import sys
 import time
 import warnings
@@ -27,7 +25,7 @@ from sklearn_fdp.datasets import load_adult, make_adult_preprocessor
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # the other studies
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
-from _common import library_fingerprint  # noqa: E402
+from _common import run_meta, save_run  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).resolve().parents[1] / "results"
 EPSILONS = (0.03, 0.1, 0.3)
@@ -55,15 +53,9 @@ def main():
             auto = DPSGDFClassifier(epsilon=eps, delta=DELTA, random_state=0)
             assert abs(auto.privacy_plan(*Xtr.shape).details["epsilon_mean"]
                        - 0.05 * eps) < 1e-6 * eps
-    saved = dict(date=time.strftime("%Y-%m-%d"), machine=platform.machine(),
-                 python=platform.python_version(), library=library_fingerprint(),
-                 cpu_minutes=(time.process_time() - t0) / 60, epsilons=list(EPSILONS),
+    saved = dict(run_meta((time.process_time() - t0) / 60), epsilons=list(EPSILONS),
                  fractions=list(FRACTIONS), seeds=list(SEEDS), runs=runs)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "dpsgdf_epsilon_mean.json").write_text(json.dumps(saved, indent=1))
-    text = markdown(saved)
-    (RESULTS / "dpsgdf_epsilon_mean.md").write_text(text)
-    print(text)
+    save_run("dpsgdf_epsilon_mean", saved, markdown)
 
 
 def markdown(saved):

@@ -42,10 +42,8 @@ LogisticRegression (defaults) on the public columns: a (0, 0)-FDP model.
 Writes ``benchmarks/results/fdp_alpha.{json,md}``.
 """
 
-import json
 import math
 import pathlib
-import platform
 import sys
 import time
 import warnings
@@ -65,7 +63,7 @@ from sklearn_fdp.datasets import (
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # the other studies
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
-from _common import library_fingerprint  # noqa: E402
+from _common import run_meta, save_run  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).resolve().parents[1] / "results"
 EPSILONS = (0.03, 0.1, 0.3, 1.0)
@@ -150,15 +148,9 @@ def main():
                 # The default reproduces its rule exactly.
                 auto = est.set_params(alpha="auto").fit(X, y)
                 assert auto.alpha_ == float(RULES[DEFAULT_RULE](nu)), (auto.alpha_, nu)
-    saved = dict(date=time.strftime("%Y-%m-%d"), machine=platform.machine(),
-                 python=platform.python_version(), library=library_fingerprint(),
-                 cpu_minutes=(time.process_time() - t0) / 60, epsilons=list(EPSILONS),
+    saved = dict(run_meta((time.process_time() - t0) / 60), epsilons=list(EPSILONS),
                  seeds=list(SEEDS), rules=list(RULES), runs=runs)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "fdp_alpha.json").write_text(json.dumps(saved, indent=1))
-    text = markdown(saved)
-    (RESULTS / "fdp_alpha.md").write_text(text)
-    print(text)
+    save_run("fdp_alpha", saved, markdown)
 
 
 def markdown(saved):

@@ -32,20 +32,18 @@ again from the stored JSON).
 import json
 import math
 import pathlib
-import platform
 import sys
 import time
 import warnings
 
 import numpy as np
-from scipy import stats
 from sklearn.linear_model import LogisticRegression
 
 from sklearn_fdp import DPSGDClassifier, FeatureDPLogisticRegression
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # the other studies
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
-from _common import library_fingerprint  # noqa: E402
+from _common import points_interval, run_meta, save_run  # noqa: E402
 from bench_fdp_alpha import rows_of, scenarios  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).resolve().parents[1] / "results"
@@ -105,20 +103,13 @@ def main():
                     print(f"{name} seed {seed} ε={eps} cap×{f:g}: lr {lr:.3g} {acc:.4f} "
                           f"(DP-SGD {dpsgd:.4f}, public-only {base:.4f})", flush=True)
                 runs.append(cell)
-    saved = dict(date=time.strftime("%Y-%m-%d"), machine=platform.machine(),
-                 python=platform.python_version(), library=library_fingerprint(),
-                 cpu_minutes=(time.process_time() - t0) / 60, factors=list(FACTORS), runs=runs)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "fdp_lr.json").write_text(json.dumps(saved, indent=1))
-    text = markdown(saved)
-    (RESULTS / "fdp_lr.md").write_text(text)
-    print(text)
+    saved = dict(run_meta((time.process_time() - t0) / 60), factors=list(FACTORS), runs=runs)
+    save_run("fdp_lr", saved, markdown)
 
 
 def _interval(d):
-    d = 100.0 * np.asarray(d, dtype=float)
-    half = stats.t.ppf(0.975, d.size - 1) * d.std(ddof=1) / math.sqrt(d.size)
-    return f"{d.mean():+.2f} ± {half:.2f}"
+    mean, half = points_interval(d)
+    return f"{mean:+.2f} ± {half:.2f}"
 
 
 def markdown(saved):

@@ -41,7 +41,6 @@ import argparse
 import json
 import math
 import pathlib
-import platform
 import sys
 import time
 import warnings
@@ -61,7 +60,7 @@ from sklearn_fdp.features import resolve_feature_spec
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # the other studies
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
-from _common import library_fingerprint  # noqa: E402
+from _common import points_interval, run_meta  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).resolve().parents[1] / "results"
 DELTA = 1e-5
@@ -169,10 +168,8 @@ def run_part(part, merge=False):
                 print(f"{name} seed {seed} ε={eps} nu={nu:.3f} {config}: α={alpha:.3f} "
                       f"{acc:.4f} (dp {dp_acc:.4f}, public LR {base})", flush=True)
             runs.append(cell)
-    saved = dict(date=time.strftime("%Y-%m-%d"), machine=platform.machine(),
-                 python=platform.python_version(), library=library_fingerprint(),
-                 cpu_minutes=(time.process_time() - t0) / 60
-                 + (before["cpu_minutes"] if merge else 0.0),
+    saved = dict(run_meta((time.process_time() - t0) / 60
+                          + (before["cpu_minutes"] if merge else 0.0)),
                  configs=list(CONFIGS), runs=runs)
     RESULTS.mkdir(exist_ok=True)
     path.write_text(json.dumps(saved, indent=1))
@@ -199,11 +196,8 @@ def rewrite():
 
 
 def t_interval(d):
-    d = 100.0 * np.asarray(d, dtype=float)
-    from scipy import stats
-
-    half = stats.t.ppf(0.975, d.size - 1) * d.std(ddof=1) / math.sqrt(d.size)
-    return f"{d.mean():+.2f} ± {half:.2f}"
+    mean, half = points_interval(d)
+    return f"{mean:+.2f} ± {half:.2f}"
 
 
 def markdown(saved):
