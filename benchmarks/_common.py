@@ -67,6 +67,17 @@ def summarise_accuracy(lines, epsilons, no_privacy_key):
     return table
 
 
+def accuracy_rows(table, cols, no_privacy_key):
+    """Markdown rows of a :func:`summarise_accuracy` table: mean ± std at each column of
+    ``cols``, then the mean without privacy."""
+    out = []
+    for name, row in table.items():
+        cells = [f"{row[c][0]:.4f} ± {row[c][1]:.4f}" if c in row else "" for c in cols]
+        cells.append(f"{row[no_privacy_key][0]:.4f}" if no_privacy_key in row else "")
+        out.append(f"| {name} | " + " | ".join(cells) + " |")
+    return out
+
+
 def save_figure(fig, path):
     """Lay out ``fig``, write it to ``path`` (120 dpi; folders created) and close it."""
     import matplotlib.pyplot as plt

@@ -44,7 +44,7 @@ import sklearn_fdp
 from sklearn_fdp import DPSGDClassifier
 from sklearn_fdp.datasets import load_adult, make_adult_preprocessor
 
-from _common import save_figure, summarise_accuracy  # benchmarks/ is on sys.path when run as a script
+from _common import accuracy_rows, save_figure, summarise_accuracy  # benchmarks/ is on sys.path when run as a script
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -178,10 +178,7 @@ def markdown(table, epsilons, delta, meta):
            "80/20 validation split of adult.data, never on adult.test.", "",
            "| model | " + " | ".join(f"ε = {c}" for c in cols) + " | no privacy |",
            "|---|" + "---|" * (len(cols) + 1)]
-    for name, row in table.items():
-        cells = [f"{row[c][0]:.4f} ± {row[c][1]:.4f}" if c in row else "" for c in cols]
-        cells.append(f"{row['inf'][0]:.4f}" if "inf" in row else "")
-        out.append(f"| {name} | " + " | ".join(cells) + " |")
+    out += accuracy_rows(table, cols, "inf")
     return "\n".join(out) + "\n"
 
 

@@ -75,7 +75,7 @@ from sklearn_fdp import DPSGDClassifier, FeatureDPLogisticRegression
 from sklearn_fdp.datasets import ADULT_PROTECTED, load_adult, make_adult_preprocessor
 from sklearn_fdp.features import resolve_feature_spec
 
-from _common import save_figure, summarise_accuracy  # benchmarks/ is on sys.path when run as a script
+from _common import accuracy_rows, save_figure, summarise_accuracy  # benchmarks/ is on sys.path when run as a script
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -392,10 +392,7 @@ def markdown_table(title, table, epsilons, note):
     out = [f"## {title}", "", note, "",
            "| model | " + " | ".join(f"ε = {c}" for c in cols) + " | no ε (fixed model) |",
            "|---|" + "---|" * (len(cols) + 1)]
-    for name, row in table.items():
-        cells = [f"{row[c][0]:.4f} ± {row[c][1]:.4f}" if c in row else "" for c in cols]
-        cells.append(f"{row['const'][0]:.4f}" if "const" in row else "")
-        out.append(f"| {name} | " + " | ".join(cells) + " |")
+    out += accuracy_rows(table, cols, "const")
     return "\n".join(out) + "\n"
 
 

@@ -23,8 +23,11 @@ Methods, at ε ∈ {0.1, 1} (δ = 1e-5 for FeatureDPPCA; diffprivlib is pure ε-
   the declared per-column bounds. Its eigenvector sampler (Bingham, by rejection) can
   stall: the baseline script estimates each draw's acceptance rate first and records a
   fit whose rate is below 1e-4 as stalled, with its expected time; an ε with a stalled
-  fit is reported without a mean (the fits that finish would be a biased sample). This
-  is why the 20 fits at d = 99 had not finished after 55 minutes in an earlier run.
+  fit is reported without a mean (the fits that finish would be a biased sample). The
+  20 fits at d = 99 of an earlier run had not finished after 55 minutes because the
+  baseline handed one array to every fit and diffprivlib's fit subtracts its noisy mean
+  from it in place: the later fits saw data shifted by all earlier noisy means, whose
+  Bingham draws have acceptance rates near 1e-16. Each fit now gets a copy.
 
 Metrics on the test split, mean ± std over ``--seeds`` noise seeds: **variance
 captured**, ``tr(Vᵀ C V) / (sum of the top-k eigenvalues of C)`` for the test

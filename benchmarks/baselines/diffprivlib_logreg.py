@@ -42,16 +42,7 @@ import sklearn
 from diffprivlib.accountant import BudgetAccountant
 from diffprivlib.models import LogisticRegression
 
-from _shared import (  # this folder
-    baseline_parser,
-    load_split,
-    parse_floats,
-    parse_ints,
-    result_head,
-    result_tail,
-    selection_protocol,
-    write_result,
-)
+import _shared  # this folder
 
 C_GRID = [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0, 3.0, 10.0]
 SELECTION_SEEDS = [1000, 1001]
@@ -60,7 +51,7 @@ DATA_NORM = 1.0
 
 
 def load(path):
-    return load_split(path, np.int64)
+    return _shared.load_split(path, np.int64)
 
 
 def fit_score(Xa, ya, Xb, yb, eps, C, seed):
@@ -83,13 +74,13 @@ def fit_score(Xa, ya, Xb, yb, eps, C, seed):
 
 
 def main(argv=None):
-    p = baseline_parser(__doc__)
+    p = _shared.baseline_parser(__doc__)
     p.add_argument("--c-grid", default=None, help="override the C grid (comma separated)")
     args = p.parse_args(argv)
 
-    epsilons = parse_floats(args.epsilons)
-    seeds = parse_ints(args.seeds)
-    c_grid = parse_floats(args.c_grid) if args.c_grid else C_GRID
+    epsilons = _shared.parse_floats(args.epsilons)
+    seeds = _shared.parse_ints(args.seeds)
+    c_grid = _shared.parse_floats(args.c_grid) if args.c_grid else C_GRID
     X, y, Xte, yte, fit_idx, val_idx = load(args.data)
     Xf, yf, Xv, yv = X[fit_idx], y[fit_idx], X[val_idx], y[val_idx]
     print(f"[diffprivlib] n_train={len(y)} d={X.shape[1]} n_fit={len(fit_idx)} "
@@ -118,15 +109,15 @@ def main(argv=None):
               f"±{np.std(accs):.4f} ({time.perf_counter() - t_start:.0f}s)", flush=True)
 
     out = {
-        **result_head("diffprivlib.LogisticRegression", diffprivlib.__version__,
+        **_shared.result_head("diffprivlib.LogisticRegression", diffprivlib.__version__,
                       "pure epsilon-DP (objective perturbation); delta unused", args.delta,
                       False),
         "fixed_hyperparameters": {"max_iter": MAX_ITER, "data_norm": DATA_NORM, "fit_intercept": True},
-        "selection_protocol": selection_protocol(SELECTION_SEEDS),
-        **result_tail({"scikit-learn": sklearn.__version__, "numpy": np.__version__},
+        "selection_protocol": _shared.selection_protocol(SELECTION_SEEDS),
+        **_shared.result_tail({"scikit-learn": sklearn.__version__, "numpy": np.__version__},
                       args.data, t_start, results, selection=selection),
     }
-    return write_result(out, args.out, "diffprivlib")
+    return _shared.write_result(out, args.out, "diffprivlib")
 
 
 if __name__ == "__main__":

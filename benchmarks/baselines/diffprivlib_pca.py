@@ -14,6 +14,12 @@ covariance (Imtiaz & Sarwate 2016's mechanism, as diffprivlib implements it). Ev
 row must have L2 norm <= 1 (the caller scales the data so, without reading it).
 Protects whole records (every column), pure epsilon-DP.
 
+Each fit gets a copy of ``X_train``: diffprivlib 0.6.6's ``PCA.fit`` subtracts its
+noisy mean from the caller's array in place (under scikit-learn 1.7.2), so fits that
+share one array see data shifted by every earlier fit's noisy mean. Runs before this
+copy (the stored drug_consumption figures up to 2026-11-29, and the d = 99 runs that
+did not finish) measured that drift, not diffprivlib's PCA.
+
 Stalls. diffprivlib draws the k eigenvectors one at a time from a Bingham distribution
 (``diffprivlib.mechanisms.Bingham``) by Kent, Ganeiber & Mardia's (2013) rejection
 sampler with an angular-central-Gaussian envelope: each try draws a 4 × d multivariate
@@ -132,9 +138,12 @@ def main():
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("error")  # a PrivacyLeakWarning must not pass
+                    # A copy: diffprivlib 0.6.6's fit subtracts its noisy mean from the
+                    # caller's array in place, so reusing X would hand every later fit
+                    # data shifted by the earlier fits' noisy means.
                     pca = PCA(n_components=k, epsilon=eps, data_norm=1.0, centered=False,
                               bounds=bounds, random_state=seed,
-                              accountant=BudgetAccountant()).fit(X)
+                              accountant=BudgetAccountant()).fit(X.copy())
             except Stalled:
                 print(f"[diffprivlib] eps={eps:g} seed={seed}: stalled ({calls[-1]})",
                       flush=True)

@@ -76,16 +76,7 @@ import opacus.privacy_engine
 from opacus import PrivacyEngine
 from opacus.accountants.utils import get_noise_multiplier as _opacus_get_noise_multiplier
 
-from _shared import (  # this folder
-    baseline_parser,
-    load_split,
-    parse_floats,
-    parse_ints,
-    result_head,
-    result_tail,
-    selection_protocol,
-    write_result,
-)
+import _shared  # this folder
 
 BATCH_SIZES = [256, 1024, 4096]
 LR_BASE = [0.5, 2.0, 8.0]  # learning rate at batch 1024; scaled linearly with batch size
@@ -125,7 +116,7 @@ opacus.privacy_engine.get_noise_multiplier = _get_noise_multiplier
 
 
 def load(path):
-    return load_split(path, np.float64)
+    return _shared.load_split(path, np.float64)
 
 
 def _tensors(X, y):
@@ -184,7 +175,7 @@ def fit_score(Xa, ya, Xb, yb, eps, delta, hp, seed, want_eps_spent=False):
 
 
 def main(argv=None):
-    p = baseline_parser(__doc__)
+    p = _shared.baseline_parser(__doc__)
     p.add_argument("--batch-sizes", default=None, help="override grid (comma separated)")
     p.add_argument("--lrs", default=None,
                    help="override the base learning rates (at batch 1024; comma separated)")
@@ -198,11 +189,11 @@ def main(argv=None):
     # harmless: the input tensor does not require grad, Opacus's hooks still see the module output
     warnings.filterwarnings("ignore", message=".*Full backward hook is firing.*")
 
-    epsilons = parse_floats(args.epsilons)
-    seeds = parse_ints(args.seeds)
-    bs_grid = parse_ints(args.batch_sizes) if args.batch_sizes else BATCH_SIZES
-    lr_grid = parse_floats(args.lrs) if args.lrs else LR_BASE
-    ep_grid = parse_ints(args.epochs) if args.epochs else EPOCHS
+    epsilons = _shared.parse_floats(args.epsilons)
+    seeds = _shared.parse_ints(args.seeds)
+    bs_grid = _shared.parse_ints(args.batch_sizes) if args.batch_sizes else BATCH_SIZES
+    lr_grid = _shared.parse_floats(args.lrs) if args.lrs else LR_BASE
+    ep_grid = _shared.parse_ints(args.epochs) if args.epochs else EPOCHS
     grid = [{"batch_size": b, "lr": base * b / LR_REF_BATCH, "lr_base": base, "epochs": e}
             for b in bs_grid for base in lr_grid for e in ep_grid]
 
@@ -247,7 +238,7 @@ def main(argv=None):
               f"({time.perf_counter() - t_start:.0f}s)", flush=True)
 
     out = {
-        **result_head("opacus.DP-SGD linear (nn.Linear(d,1) + BCEWithLogitsLoss)",
+        **_shared.result_head("opacus.DP-SGD linear (nn.Linear(d,1) + BCEWithLogitsLoss)",
                       opacus.__version__,
                       f"(epsilon, delta)-DP, DP-SGD with Poisson sampling, {ACCOUNTANT} accountant",
                       args.delta, True),
@@ -258,11 +249,11 @@ def main(argv=None):
                                   "poisson_sampling": True, "dtype": "float32",
                                   "calibration_tolerance": f"epsilon_tolerance = eps_error = {REL_TOL} * eps",
                                   "torch_threads": args.threads},
-        "selection_protocol": selection_protocol(SELECTION_SEEDS),
-        **result_tail({"torch": torch.__version__, "numpy": np.__version__}, args.data,
+        "selection_protocol": _shared.selection_protocol(SELECTION_SEEDS),
+        **_shared.result_tail({"torch": torch.__version__, "numpy": np.__version__}, args.data,
                       t_start, results, selection=selection),
     }
-    return write_result(out, args.out, "opacus")
+    return _shared.write_result(out, args.out, "opacus")
 
 
 if __name__ == "__main__":

@@ -56,10 +56,9 @@ from sklearn_fdp import DPSGDClassifier, FeatureDPLogisticRegression
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # the other studies
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
-from _common import points_interval, run_meta  # noqa: E402
+from _common import RESULTS, points_interval, run_meta  # noqa: E402
 from bench_fdp_alpha import rows_of, scenarios  # noqa: E402
 
-RESULTS = pathlib.Path(__file__).resolve().parents[1] / "results"
 DELTA = 1e-5
 LINEAR = dict(epsilons=(0.03, 0.1, 0.3, 1.0), seeds={"adult prot all": range(10),
                                                      "adult prot 750": range(10)})

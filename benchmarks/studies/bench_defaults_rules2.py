@@ -86,10 +86,9 @@ from sklearn_fdp.linear._feature_dp_logistic import _AUTO_LR_CAP_ALG1, _auto_alp
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # the other studies
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
-from _common import points_interval, run_meta  # noqa: E402
+from _common import RESULTS, points_interval, run_meta  # noqa: E402
 from bench_fdp_alpha import rows_of, scenarios  # noqa: E402
 
-RESULTS = pathlib.Path(__file__).resolve().parents[1] / "results"
 DELTA = 1e-5
 EPSILONS = (0.03, 0.1, 1.0)
 SEEDS = {"adult 70/30": range(10), "adult 90/10": range(10), "adult 750": range(10),

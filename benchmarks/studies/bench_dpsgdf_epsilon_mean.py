@@ -27,7 +27,6 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # the other st
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
 from _common import run_meta, save_run  # noqa: E402
 
-RESULTS = pathlib.Path(__file__).resolve().parents[1] / "results"
 EPSILONS = (0.03, 0.1, 0.3)
 FRACTIONS = (0.05, 0.15, 0.3, 0.5)
 SEEDS = (0, 1, 2)

@@ -65,7 +65,6 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # the other st
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
 from _common import run_meta, save_run  # noqa: E402
 
-RESULTS = pathlib.Path(__file__).resolve().parents[1] / "results"
 EPSILONS = (0.03, 0.1, 0.3, 1.0)
 SEEDS = (0, 1, 2)
 DELTA = 1e-5
@@ -116,6 +115,19 @@ def rows_of(sc, seed):
     return X, sc["y"][rows]
 
 
+def public_only_score(sc, X, y):
+    """``(feature names or None, validation accuracy)`` of scikit-learn's logistic
+    regression on the public columns of scenario ``sc`` (the plan's public mask)."""
+    names = np.asarray(X.columns, dtype=object) if hasattr(X, "columns") else None
+    plan0 = FeatureDPLogisticRegression(**sc["spec"], label_public=True).privacy_plan(
+        X.shape[0], X.shape[1], feature_names=names)
+    public = plan0.details["public_mask"]
+    take = (lambda M: M.iloc[:, public]) if names is not None else (lambda M: M[:, public])
+    base = LogisticRegression(max_iter=2000).fit(take(X), y).score(take(sc["X_val"]),
+                                                                  sc["y_val"])
+    return names, base
+
+
 def main():
     warnings.simplefilter("ignore")
     t0 = time.process_time()
@@ -123,13 +135,7 @@ def main():
     for name, sc in scenarios().items():
         for seed in SEEDS:
             X, y = rows_of(sc, seed)
-            names = np.asarray(X.columns, dtype=object) if hasattr(X, "columns") else None
-            plan0 = FeatureDPLogisticRegression(**sc["spec"], label_public=True).privacy_plan(
-                X.shape[0], X.shape[1], feature_names=names)
-            public = plan0.details["public_mask"]
-            take = (lambda M: M.iloc[:, public]) if names is not None else (lambda M: M[:, public])
-            base = LogisticRegression(max_iter=2000).fit(take(X), y).score(take(sc["X_val"]),
-                                                                          sc["y_val"])
+            names, base = public_only_score(sc, X, y)
             for eps in EPSILONS:
                 est = FeatureDPLogisticRegression(**sc["spec"], label_public=True, epsilon=eps,
                                                   delta=DELTA, random_state=seed)

@@ -37,16 +37,14 @@ import time
 import warnings
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
 
 from sklearn_fdp import DPSGDClassifier, FeatureDPLogisticRegression
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # the other studies
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
-from _common import points_interval, run_meta, save_run  # noqa: E402
-from bench_fdp_alpha import rows_of, scenarios  # noqa: E402
+from _common import RESULTS, points_interval, run_meta, save_run  # noqa: E402
+from bench_fdp_alpha import public_only_score, rows_of, scenarios  # noqa: E402
 
-RESULTS = pathlib.Path(__file__).resolve().parents[1] / "results"
 DELTA = 1e-5
 FACTORS = (1.0, 2.0, 4.0)
 ADULT_EPSILONS, ADULT_SEEDS = (0.01, 0.03, 0.1, 0.3, 1.0), (0, 1, 2)
@@ -71,13 +69,7 @@ def main():
         epsilons = PURCHASE_EPSILONS if purchase else ADULT_EPSILONS
         for seed in PURCHASE_SEEDS if purchase else ADULT_SEEDS:
             X, y = rows_of(sc, seed)
-            names = np.asarray(X.columns, dtype=object) if hasattr(X, "columns") else None
-            plan0 = FeatureDPLogisticRegression(**sc["spec"], label_public=True).privacy_plan(
-                X.shape[0], X.shape[1], feature_names=names)
-            public = plan0.details["public_mask"]
-            take = (lambda M: M.iloc[:, public]) if names is not None else (lambda M: M[:, public])
-            base = LogisticRegression(max_iter=2000).fit(take(X), y).score(take(sc["X_val"]),
-                                                                          sc["y_val"])
+            names, base = public_only_score(sc, X, y)
             Xa = X.to_numpy() if names is not None else X
             Xva = sc["X_val"].to_numpy() if names is not None else sc["X_val"]
             for eps in epsilons:

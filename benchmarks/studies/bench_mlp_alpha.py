@@ -60,9 +60,8 @@ from sklearn_fdp.features import resolve_feature_spec
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # the other studies
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
-from _common import points_interval, run_meta  # noqa: E402
+from _common import RESULTS, points_interval, run_meta  # noqa: E402
 
-RESULTS = pathlib.Path(__file__).resolve().parents[1] / "results"
 DELTA = 1e-5
 # (public pretraining, rule for alpha): "500 steps" is the candidate
 # public_epochs="auto" (500 noise-free steps on ℓ_pub before the noisy run).
