@@ -31,6 +31,21 @@ def call_without(package, imports, call):
         f"print('LOADED', {package!r} in sys.modules)\n")
 
 
+def run_doc_blocks(page, min_blocks):
+    """Run the ```python blocks of ``docs/<page>`` in order, in one namespace (a reader
+    following the page); there must be at least ``min_blocks``. Returns the namespace."""
+    import pathlib
+    import re
+
+    doc = pathlib.Path(__file__).resolve().parents[1] / "docs" / page
+    blocks = re.findall(r"```python\n(.*?)```", doc.read_text(encoding="utf-8"), re.S)
+    assert len(blocks) >= min_blocks, (page, len(blocks))
+    namespace = {}
+    for block in blocks:
+        exec(compile(block, str(doc), "exec"), namespace)  # noqa: S102 - our own docs
+    return namespace
+
+
 def unit_rows(n, d, *, seed=0, label_noise=0.3):
     """``n`` rows of ``d`` standard normals scaled to unit L2 norm, and the binary label
     ``x_0 + label_noise · N(0, 1) > 0`` (no draw for the noise when it is 0)."""
