@@ -210,7 +210,7 @@ def markdown(res):
              "distribution, sampled by rejection from an angular-central-Gaussian envelope) "
              "has an estimated acceptance rate below 1e-4: it would need on average "
              "1/rate tries of a d-dimensional multivariate normal each "
-             "(`benchmarks/baselines/diffprivlib_pca.py` estimates the rate from 20,000 "
+             "(`benchmarks/baselines/diffprivlib_pca.py` estimates the rate from 2,000 "
              "envelope draws and times a try). An ε at which any fit stalls gets no mean: "
              "the fits that finish are those whose noisy mean happened to land close to the "
              "data's, so a mean over them would flatter diffprivlib.", ""]
