@@ -78,6 +78,12 @@ def accuracy_rows(table, cols, no_privacy_key):
     return out
 
 
+def epsilon_ticks(ax, epsilons):
+    """Ticks at exactly the ε values of a log axis, labelled with ``:g``."""
+    ax.set_xticks(epsilons, [f"{e:g}" for e in epsilons])
+    ax.minorticks_off()
+
+
 def save_figure(fig, path):
     """Lay out ``fig``, write it to ``path`` (120 dpi; folders created) and close it."""
     import matplotlib.pyplot as plt

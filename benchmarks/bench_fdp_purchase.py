@@ -33,7 +33,7 @@ from sklearn.preprocessing import Normalizer
 from sklearn_fdp import DPSGDClassifier, FeatureDPLogisticRegression
 from sklearn_fdp.datasets import make_purchase_like
 
-from _common import save_figure  # benchmarks/ is on sys.path when run as a script
+from _common import epsilon_ticks, save_figure  # benchmarks/ is on sys.path when run as a script
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 FIGURE = pathlib.Path(__file__).resolve().parent.parent / "docs" / "figures" / \
@@ -61,9 +61,7 @@ def plot(saved, path):
                          xlabel="ε (δ = 1e-5)", ylabel="test accuracy",
                          title="Purchase-like (linear softmax), public: 100 products + label",
                          legend={"fontsize": 7, "loc": "lower right"})
-    eps = sorted({r["epsilon"] for r in runs})
-    ax.set_xticks(eps, [f"{e:g}" for e in eps])
-    ax.minorticks_off()
+    epsilon_ticks(ax, sorted({r["epsilon"] for r in runs}))
     save_figure(fig, path)
 
 
