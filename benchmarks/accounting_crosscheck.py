@@ -128,28 +128,25 @@ def _fmt(v):
     return "–" if v is None else f"{v:.4f}"
 
 
+def _row(name, q, sigma, steps, delta, neighboring):
+    """One setting's ε by our accounting and by dp-accounting's, with RDP and with PLD."""
+    relation = {"add_remove": "ADD_OR_REMOVE_ONE", "replace": "REPLACE_ONE"}[neighboring]
+    return dict(
+        setting=name, neighboring=neighboring, q=q, sigma=sigma, steps=steps, delta=delta,
+        ours_rdp=_ours("rdp", neighboring, q, sigma, steps, delta),
+        ours_pld=_ours("pld", neighboring, q, sigma, steps, delta),
+        dpacc_rdp=_dp_accounting("rdp", relation, q, sigma, steps, delta),
+        dpacc_pld=_dp_accounting("pld", relation, q, sigma, steps, delta),
+    )
+
+
 def main():
     start = time.perf_counter()
-    rows = []
-    for name, q, sigma, steps, delta in SETTINGS:
-        rows.append(dict(
-            setting=name, neighboring="add_remove", q=q, sigma=sigma, steps=steps, delta=delta,
-            ours_rdp=_ours("rdp", "add_remove", q, sigma, steps, delta),
-            ours_pld=_ours("pld", "add_remove", q, sigma, steps, delta),
-            dpacc_rdp=_dp_accounting("rdp", "ADD_OR_REMOVE_ONE", q, sigma, steps, delta),
-            dpacc_pld=_dp_accounting("pld", "ADD_OR_REMOVE_ONE", q, sigma, steps, delta),
-        ))
+    rows = [_row(*setting, "add_remove") for setting in SETTINGS]
     for name, q, sigma, steps, delta in REPLACE_SETTINGS:
         exact = (dp_accounting.get_epsilon_gaussian(sigma / (2 * math.sqrt(steps)), delta)
                  if q == 1 else None)
-        rows.append(dict(
-            setting=name, neighboring="replace", q=q, sigma=sigma, steps=steps, delta=delta,
-            ours_rdp=_ours("rdp", "replace", q, sigma, steps, delta),
-            ours_pld=_ours("pld", "replace", q, sigma, steps, delta),
-            dpacc_rdp=_dp_accounting("rdp", "REPLACE_ONE", q, sigma, steps, delta),
-            dpacc_pld=_dp_accounting("pld", "REPLACE_ONE", q, sigma, steps, delta),
-            exact_gaussian=exact,
-        ))
+        rows.append(dict(_row(name, q, sigma, steps, delta, "replace"), exact_gaussian=exact))
     queries = []
     for r in rows:
         if r["neighboring"] == "add_remove":

@@ -44,6 +44,8 @@ import sklearn_fdp
 from sklearn_fdp import DPSGDClassifier
 from sklearn_fdp.datasets import load_adult, make_adult_preprocessor
 
+from _common import accuracy_rows, save_figure, summarise_accuracy  # benchmarks/ is on sys.path when run as a script
+
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
 RESULTS = HERE / "results"
@@ -167,19 +169,6 @@ def run_baseline(name, data_path, epsilons, delta, seeds, reuse_hash=None):
     return result
 
 
-def summarise(lines, epsilons):
-    table = {}
-    for name, results in lines.items():
-        row = {}
-        for eps in [None] + list(epsilons):
-            accs = [r["test_accuracy"] for r in results if r["epsilon"] == eps]
-            if accs:
-                row["inf" if eps is None else str(eps)] = (float(np.mean(accs)),
-                                                           float(np.std(accs)), len(accs))
-        table[name] = row
-    return table
-
-
 def markdown(table, epsilons, delta, meta):
     cols = [str(e) for e in epsilons]
     out = [f"# Adult: test accuracy (mean ± std over seeds), δ = {delta:g}", "",
@@ -189,10 +178,7 @@ def markdown(table, epsilons, delta, meta):
            "80/20 validation split of adult.data, never on adult.test.", "",
            "| model | " + " | ".join(f"ε = {c}" for c in cols) + " | no privacy |",
            "|---|" + "---|" * (len(cols) + 1)]
-    for name, row in table.items():
-        cells = [f"{row[c][0]:.4f} ± {row[c][1]:.4f}" if c in row else "" for c in cols]
-        cells.append(f"{row['inf'][0]:.4f}" if "inf" in row else "")
-        out.append(f"| {name} | " + " | ".join(cells) + " |")
+    out += accuracy_rows(table, cols, "inf")
     return "\n".join(out) + "\n"
 
 
@@ -216,10 +202,7 @@ def plot(lines, path):
                          xlabel="ε (δ = 1e-5)", ylabel="test accuracy (adult.test)",
                          title="UCI Adult, linear models",
                          legend={"fontsize": 7, "loc": "lower right"})
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main(argv=None):
@@ -266,7 +249,7 @@ def main(argv=None):
                 f"{platform.python_version()}", sklearn_fdp=sklearn_fdp.__version__,
                 n_features=int(data["X_train"].shape[1]), delta=args.delta, seeds=seeds,
                 data_sha256=data_hash(data))
-    table = summarise(lines, epsilons)
+    table = summarise_accuracy(lines, epsilons, "inf")
     (RESULTS / "adult.json").write_text(json.dumps(
         dict(meta=meta, table=table, results=lines, tuned_selection=tuned_sel,
              baselines=baseline_meta), indent=1, default=str))

@@ -48,6 +48,7 @@ import contextlib
 import json
 import pathlib
 import platform
+import sys
 import time
 from unittest import mock
 
@@ -57,11 +58,12 @@ from _common import library_fingerprint  # benchmarks/ is on sys.path when run a
 import sklearn_fdp
 import sklearn_fdp._engine._loop as engine_loop
 from sklearn_fdp import DPSGDClassifier, DPSGDFClassifier, FeatureDPLogisticRegression
-from sklearn_fdp._engine import LinearGradientOracle
 from sklearn_fdp._mechanisms import fdp
-from sklearn_fdp.linear import _whole_record as dpsgd_module  # builds DPSGDClassifier's oracle
 from sklearn_fdp.linear import _feature_dp_logistic as fdp_module
 from sklearn_fdp.audit import canary_audit, canary_audit_one_run
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # the repository root
+from tests._broken import UnclippedDPSGD, UnclippedFDP, ZeroNoise  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -81,52 +83,7 @@ def make_data():
     return X, y
 
 
-# -- broken variants -----------------------------------------------------------
-
-
-class ZeroNoise:
-    """Stand-in for the engine's NoiseStream: every draw is zero."""
-
-    def __init__(self, rng, shape, dtype, *args, **kwargs):
-        self.shape, self.dtype = shape, dtype
-
-    def draw(self):
-        return np.zeros(self.shape, self.dtype)
-
-    def close(self):
-        pass
-
-
-def _never_clips(oracle_class):
-    """``oracle_class`` whose call never clips, while it declares its clip (the noise's scale)."""
-
-    class Unclipped(oracle_class):
-        def __call__(self, idx, theta):
-            clip, self.max_grad_norm = self.max_grad_norm, np.inf
-            try:
-                return super().__call__(idx, theta)
-            finally:
-                self.max_grad_norm = clip
-
-    return Unclipped
-
-
-class UnclippedDPSGD(DPSGDClassifier):
-    """DP-SGD whose oracle never clips (ε still accounted with max_grad_norm)."""
-
-    def fit(self, X, y, **kwargs):
-        with mock.patch.object(dpsgd_module, "LinearGradientOracle",
-                               _never_clips(LinearGradientOracle)):
-            return super().fit(X, y, **kwargs)
-
-
-class UnclippedFDP(FeatureDPLogisticRegression):
-    """FDP Algorithm 1 whose private oracle never clips ∇ℓ − ∇ℓ_pub."""
-
-    def fit(self, X, y, **kwargs):
-        with mock.patch.object(fdp, "FeatureDPPrivateOracle",
-                               _never_clips(fdp.FeatureDPPrivateOracle)):
-            return super().fit(X, y, **kwargs)
+# -- broken variants (noise off and clipping off come from tests/_broken.py) ----
 
 
 def _shared_coin_oracles(*args, **kwargs):

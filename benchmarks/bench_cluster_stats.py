@@ -29,12 +29,18 @@ largest coefficient difference.
 Writes ``benchmarks/results/cluster_stats.json`` and ``cluster_stats.md``.
 Run it under ``nice``; the machine's load average before and after is
 recorded (on a shared machine other jobs take cores and inflate times).
+
+Results (in ``benchmarks/results/``): ``cluster_stats.json``, ``cluster_stats.md``.
+Quoted in (the sections whose figures come from these files):
+
+* docs/scale.md § "Measured, and projected to 10⁹ rows"
 """
 
-import os
+from _common import one_thread  # benchmarks/ is on sys.path when run as a script
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ[_var] = "1"
+one_thread()  # before numpy is imported
+
+import os  # noqa: E402
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -254,7 +260,7 @@ def main():
     if args.child == "fit":
         return _fit(args)
 
-    from _common import library_fingerprint
+    from _common import library_fingerprint, write_json_and_markdown
 
     load_before = os.getloadavg()
     if args.data:
@@ -296,10 +302,7 @@ def main():
     finally:
         if not args.keep:
             shutil.rmtree(args.folder, ignore_errors=True)
-    out = pathlib.Path(args.out)
-    out.with_suffix(".json").write_text(json.dumps(res, indent=1) + "\n")
-    out.with_suffix(".md").write_text(_markdown(res))
-    print(_markdown(res))
+    write_json_and_markdown(args.out, res, _markdown(res))
 
 
 if __name__ == "__main__":

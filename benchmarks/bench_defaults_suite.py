@@ -49,6 +49,19 @@ Intervals: paired 95 % t-intervals over seeds of the per-seed difference.
 
 Writes ``benchmarks/results/defaults_suite.json`` and ``.md`` (``--out`` changes
 the stem). Run from the repository root with ``PYTHONPATH=.``.
+
+Results (in ``benchmarks/results/``): ``defaults_suite.json``, ``defaults_suite.md``;
+``defaults_suite_study.{json,md}`` (``--out defaults_suite_study``);
+``defaults_suite_ybounds.{json,md}`` (``--ybounds``); ``defaults_suite_sgd.{json,md}``
+(``--ybounds --sgd``).
+Quoted in (the sections whose figures come from these files):
+
+* docs/results.md § "Defaults beyond Adult: eight data sets"
+* docs/user_guide.md § "5. Feature DP (preview)"
+* docs/user_guide.md § "Never below the public-only model"
+* docs/preprocessing.md § "One declaration: what the schema hands to the estimator"
+* docs/regression_sgd.md § "Target bounds: `y_bounds`"
+* docs/regression.md § "DPSGDRegressor and FeatureDPSGDRegressor"
 """
 
 import argparse

@@ -68,7 +68,7 @@ from sklearn.datasets import load_digits
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 
-from _common import library_fingerprint  # benchmarks/ is on sys.path when run as a script
+from _common import epsilon_ticks, library_fingerprint, save_figure  # benchmarks/ is on sys.path when run as a script
 import sklearn_fdp
 from sklearn_fdp import DPSGDClassifier, DPSGDFClassifier
 from sklearn_fdp.datasets import (load_adult, load_mnist8k, make_adult_preprocessor,
@@ -468,12 +468,8 @@ def plot(ce, pixels, adult, path):
                          xlabel="ε (δ = 1e-5)", ylabel="test accuracy (adult.test)",
                          title="Adult, defaults", legend={"fontsize": 6, "loc": "lower right"})
     ax.title.set_fontsize(9)
-    ax.set_xticks(ADULT_EPSILONS, [f"{e:g}" for e in ADULT_EPSILONS])
-    ax.minorticks_off()
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    epsilon_ticks(ax, ADULT_EPSILONS)
+    save_figure(fig, path)
 
 
 def main(argv=None):

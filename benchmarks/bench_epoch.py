@@ -45,10 +45,11 @@ Quoted in (the sections whose figures come from these files):
 * docs/results.md § "Speed of a DP-SGD epoch, the training loop alone"
 """
 
-import os
+from _common import one_thread  # benchmarks/ is on sys.path when run as a script
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ[_var] = "1"
+one_thread()  # before numpy is imported
+
+import os  # noqa: E402
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -73,9 +74,7 @@ from sklearn_fdp import DPSGDClassifier  # noqa: E402
 from sklearn_fdp._engine import EngineConfig, LinearGradientOracle, LinearLoss, run_dp_sgd  # noqa: E402
 from sklearn_fdp.datasets import load_adult, make_adult_preprocessor, make_purchase_like  # noqa: E402
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
-OPACUS_PY = ROOT / ".venv-opacus" / "bin" / "python"
+from _common import OPACUS_PY, RESULTS, ROOT  # noqa: E402
 BATCH = 256
 
 

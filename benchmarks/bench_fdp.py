@@ -75,6 +75,8 @@ from sklearn_fdp import DPSGDClassifier, FeatureDPLogisticRegression
 from sklearn_fdp.datasets import ADULT_PROTECTED, load_adult, make_adult_preprocessor
 from sklearn_fdp.features import resolve_feature_spec
 
+from _common import accuracy_rows, save_figure, summarise_accuracy  # benchmarks/ is on sys.path when run as a script
+
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
 RESULTS = HERE / "results"
@@ -382,16 +384,7 @@ def experiment_b(data, epsilons, delta, seeds, dpsgd_runs):
 
 
 def summarise(lines, epsilons):
-    table = {}
-    for name, results in lines.items():
-        row = {}
-        for eps in [None] + list(epsilons):
-            accs = [r["test_accuracy"] for r in results if r["epsilon"] == eps]
-            if accs:
-                row["const" if eps is None else str(eps)] = (
-                    float(np.mean(accs)), float(np.std(accs)), len(accs))
-        table[name] = row
-    return table
+    return summarise_accuracy(lines, epsilons, "const")
 
 
 def markdown_table(title, table, epsilons, note):
@@ -399,10 +392,7 @@ def markdown_table(title, table, epsilons, note):
     out = [f"## {title}", "", note, "",
            "| model | " + " | ".join(f"ε = {c}" for c in cols) + " | no ε (fixed model) |",
            "|---|" + "---|" * (len(cols) + 1)]
-    for name, row in table.items():
-        cells = [f"{row[c][0]:.4f} ± {row[c][1]:.4f}" if c in row else "" for c in cols]
-        cells.append(f"{row['const'][0]:.4f}" if "const" in row else "")
-        out.append(f"| {name} | " + " | ".join(cells) + " |")
+    out += accuracy_rows(table, cols, "const")
     return "\n".join(out) + "\n"
 
 
@@ -473,10 +463,7 @@ def plot(panels, path):
                              xlabel="ε (δ = 1e-5)", ylabel="test accuracy (adult.test)",
                              legend={"fontsize": 6, "loc": "lower right"})
         ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def panels_of(experiments, subsample):

@@ -33,6 +33,8 @@ from sklearn.preprocessing import Normalizer
 from sklearn_fdp import DPSGDClassifier, FeatureDPLogisticRegression
 from sklearn_fdp.datasets import make_purchase_like
 
+from _common import epsilon_ticks, save_figure  # benchmarks/ is on sys.path when run as a script
+
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 FIGURE = pathlib.Path(__file__).resolve().parent.parent / "docs" / "figures" / \
     "bench_fdp_purchase.png"
@@ -59,13 +61,8 @@ def plot(saved, path):
                          xlabel="ε (δ = 1e-5)", ylabel="test accuracy",
                          title="Purchase-like (linear softmax), public: 100 products + label",
                          legend={"fontsize": 7, "loc": "lower right"})
-    eps = sorted({r["epsilon"] for r in runs})
-    ax.set_xticks(eps, [f"{e:g}" for e in eps])
-    ax.minorticks_off()
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    epsilon_ticks(ax, sorted({r["epsilon"] for r in runs}))
+    save_figure(fig, path)
 
 
 def main(argv=None):

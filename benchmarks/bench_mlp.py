@@ -74,6 +74,8 @@ from sklearn.neural_network import MLPClassifier  # noqa: E402
 from sklearn_fdp import FeatureDPLogisticRegression, MLPFeatureDP  # noqa: E402
 from sklearn_fdp.datasets import ADULT_PROTECTED, make_purchase_like  # noqa: E402
 
+from _common import epsilon_ticks  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
+
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
 RESULTS = HERE / "results"
@@ -518,8 +520,7 @@ def plot(parts, path):
                              title={"purchase": "Purchase-like, MLP 300",
                                     "adult": "Adult, protected attrs"}[part],
                              legend={"fontsize": 6})
-        ax.set_xticks(eps, [f"{e:g}" for e in eps])
-        ax.minorticks_off()
+        epsilon_ticks(ax, eps)
     fig.tight_layout()
     FIGURES.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)

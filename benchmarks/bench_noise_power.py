@@ -21,6 +21,11 @@ column "power at z − 1" gives the conservative figure).
 Run: ``python benchmarks/bench_noise_power.py`` (several minutes on a loaded
 2-core machine); writes ``benchmarks/results/noise_power.json`` and
 ``noise_power.md``.
+
+Results (in ``benchmarks/results/``): ``noise_power.json``, ``noise_power.md``.
+Quoted in (the sections whose figures come from these files):
+
+* docs/contributing.md § "The noise tests' power"
 """
 
 import os

@@ -63,10 +63,11 @@ Quoted in (the sections whose figures come from these files):
 * docs/results.md § "Out-of-core fits"
 """
 
-import os
+from _common import one_thread  # benchmarks/ is on sys.path when run as a script
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ[_var] = "1"
+one_thread()  # before numpy is imported
+
+import os  # noqa: E402
 
 import argparse  # noqa: E402
 import json  # noqa: E402

@@ -20,9 +20,14 @@ Methods, at ε ∈ {0.1, 1} (δ = 1e-5 for FeatureDPPCA; diffprivlib is pure ε-
 * ``diffprivlib PCA`` 0.6.6 (``benchmarks/baselines/diffprivlib_pca.py``, in its own
   environment): protects whole records (a stronger guarantee than feature DP: the
   comparison shows what protecting only the declared columns buys), ``data_norm=1``,
-  the declared per-column bounds. Its sampler slows down steeply with d: the stored run
-  used ``--diffprivlib-max-d 20`` (the 20 fits at d = 99 had not finished after 55 minutes
-  on the shared machine).
+  the declared per-column bounds. Its eigenvector sampler (Bingham, by rejection) can
+  stall: the baseline script estimates each draw's acceptance rate first and records a
+  fit whose rate is below 1e-4 as stalled, with its expected time; an ε with a stalled
+  fit is reported without a mean (the fits that finish would be a biased sample). The
+  20 fits at d = 99 of an earlier run had not finished after 55 minutes because the
+  baseline handed one array to every fit and diffprivlib's fit subtracts its noisy mean
+  from it in place: the later fits saw data shifted by all earlier noisy means, whose
+  Bingham draws have acceptance rates near 1e-16. Each fit now gets a copy.
 
 Metrics on the test split, mean ± std over ``--seeds`` noise seeds: **variance
 captured**, ``tr(Vᵀ C V) / (sum of the top-k eigenvalues of C)`` for the test
@@ -33,6 +38,11 @@ train split, scored on the test split; plus the classifier on all columns withou
 projection.
 
 Writes ``benchmarks/results/pca.json`` and ``pca.md``.
+
+Results (in ``benchmarks/results/``): ``pca.json``, ``pca.md``.
+Quoted in (the sections whose figures come from these files):
+
+* docs/preprocessing.md § "Feature-DP PCA: `FeatureDPPCA`"
 """
 
 import argparse
@@ -124,7 +134,8 @@ def diffprivlib_components(ds, Xtr, seeds, python):
                         str(data), "--epsilons", ",".join(map(str, EPSILONS)), "--seeds",
                         ",".join(map(str, seeds)), "--out", str(out)], check=True)
         res = np.load(out)
-        return res["components"], res["mean"], json.loads(str(res["versions"]))
+        return (res["components"], res["mean"], res["finished"], json.loads(str(res["calls"])),
+                json.loads(str(res["versions"])))
 
 
 def run(ds, seeds, dpl_python, max_dpl_d):
@@ -152,14 +163,30 @@ def run(ds, seeds, dpl_python, max_dpl_d):
         out["diffprivlib_skipped"] = (f"d = {ds['X'].shape[1]} > --diffprivlib-max-d "
                                       f"{max_dpl_d}")
     elif dpl_python:
-        comps, means, versions = diffprivlib_components(ds, Xtr, seeds, dpl_python)
+        comps, means, finished, calls, versions = diffprivlib_components(ds, Xtr, seeds,
+                                                                         dpl_python)
         out["diffprivlib_versions"] = versions
+        out["diffprivlib_stalled"] = {}
         for i, eps in enumerate(EPSILONS):
+            if not finished[i].all():  # no mean over the seeds that happened to finish
+                # A stalled fit ends at the draw it did not attempt: its last call.
+                out["diffprivlib_stalled"][str(eps)] = [
+                    [c for c in calls if c["epsilon"] == eps and c["seed"] == seeds[j]][-1]
+                    for j in np.flatnonzero(~finished[i])]
+                continue
             rows = [(variance_captured(comps[i, j], C, k),
                      downstream(comps[i, j], means[i, j], Xtr, ytr, Xte, yte))
                     for j in range(len(seeds))]
             out["diffprivlib"][str(eps)] = _summary(rows)
+        out["diffprivlib_slowest_draw"] = max(calls, key=lambda c: c["expected_seconds"])
     return out
+
+
+def _duration(seconds):
+    for unit, size in (("years", 365.25 * 86400), ("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.3g} {unit}"
+    return f"{seconds:.3g} s"
 
 
 def _summary(rows):
@@ -176,8 +203,17 @@ def markdown(res):
              f"every method); mean ± std over {len(res['seeds'])} noise seeds. FeatureDPPCA "
              "protects the declared protected columns (feature DP, δ = 1e-5); diffprivlib "
              "protects whole records (pure ε-DP): a stronger guarantee.", "",
-             f"Machine load average at the start: {res['loadavg'][0]:.2f} (shared machine; "
-             "no timings here).", ""]
+             f"Machine load average at the start: {res['loadavg'][0]:.2f}, at the end "
+             f"{res['loadavg_end'][0]:.2f} (shared machine; only the stall estimates below "
+             "involve time).", "",
+             "A diffprivlib fit *stalls* when one of its k eigenvector draws (a Bingham "
+             "distribution, sampled by rejection from an angular-central-Gaussian envelope) "
+             "has an estimated acceptance rate below 1e-4: it would need on average "
+             "1/rate tries of a d-dimensional multivariate normal each "
+             "(`benchmarks/baselines/diffprivlib_pca.py` estimates the rate from 2,000 "
+             "envelope draws and times a try). An ε at which any fit stalls gets no mean: "
+             "the fits that finish are those whose noisy mean happened to land close to the "
+             "data's, so a mean over them would flatter diffprivlib.", ""]
     for ds in res["datasets"]:
         lines += [f"## {ds['name']} ({ds['n_train']:,} train / {ds['n_test']:,} test rows, "
                   f"d = {ds['d']}, {ds['protected']} protected, k = {ds['k']})", "",
@@ -191,6 +227,12 @@ def markdown(res):
                 lines.append(f"| {label} | {eps} | {r['variance']:.3f} ± "
                              f"{r['variance_std']:.3f} | {r['accuracy']:.3f} ± "
                              f"{r['accuracy_std']:.3f} |")
+        for eps, stalls in ds.get("diffprivlib_stalled", {}).items():
+            waits = ", ".join(f"seed {c['seed']}: {c['acceptance']:.1e} → "
+                              f"{_duration(c['expected_seconds'])}" for c in stalls)
+            lines.append(f"| diffprivlib PCA (record DP) | {eps} | not computable: "
+                         f"{len(stalls)} of {len(res['seeds'])} fits stall (a Bingham draw's "
+                         f"acceptance rate → its expected time: {waits}) | |")
         if ds.get("diffprivlib_skipped"):
             lines.append(f"| diffprivlib PCA | — | not run ({ds['diffprivlib_skipped']}) | |")
         elif not ds["diffprivlib"]:
@@ -209,7 +251,7 @@ def main():
                         help="skip diffprivlib on wider data (its sampler is slow in d)")
     parser.add_argument("--out", default=str(HERE / "results" / "pca"))
     args = parser.parse_args()
-    from _common import library_fingerprint
+    from _common import library_fingerprint, write_json_and_markdown
 
     data_dir = pathlib.Path(args.data_dir)
     dpl = args.diffprivlib_python if os.path.exists(args.diffprivlib_python) else None
@@ -218,10 +260,8 @@ def main():
                datasets=[run(ds(data_dir), seeds, dpl, args.diffprivlib_max_d)
                          for ds in (communities, drugs)],
                python=platform.python_version(), **library_fingerprint())
-    out = pathlib.Path(args.out)
-    out.with_suffix(".json").write_text(json.dumps(res, indent=1) + "\n")
-    out.with_suffix(".md").write_text(markdown(res))
-    print(markdown(res))
+    res["loadavg_end"] = list(os.getloadavg())
+    write_json_and_markdown(args.out, res, markdown(res))
 
 
 if __name__ == "__main__":

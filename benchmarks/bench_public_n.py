@@ -29,6 +29,12 @@ rows) at ``n``, ``0.9 n`` and ``0.5 n``.
 
 Run: ``python benchmarks/bench_public_n.py`` (a few seconds); writes
 ``benchmarks/results/public_n.json`` and ``public_n.md``.
+
+Results (in ``benchmarks/results/``): ``public_n.json``, ``public_n.md``.
+Quoted in (the sections whose figures come from these files):
+
+* docs/threat_model.md § "What each estimator protects"
+* docs/security_advisories.md § "SA-17. Full batches at small n"
 """
 
 import math

@@ -87,7 +87,6 @@ import math
 import os
 import pathlib
 import platform
-import resource
 import subprocess
 import sys
 import tempfile
@@ -110,12 +109,13 @@ from sklearn_fdp.datasets import ADULT_PROTECTED, adult_schema, load_adult  # no
 from sklearn_fdp.features import resolve_feature_spec  # noqa: E402
 from sklearn_fdp.preprocessing import make_tabular_preprocessor, row_norm_bounds  # noqa: E402
 
+from _common import THREAD_VARS, run_child, save_figure  # noqa: E402  (benchmarks/, the script's folder)
+
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
 RESULTS = HERE / "results"
 FIGURE = ROOT / "docs" / "figures" / "bench_regression.png"
 DPL_PYTHON = ROOT / ".venv-diffprivlib" / "bin" / "python"
-THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 
 TARGET = "hours-per-week"
 Y_BOUNDS = (1.0, 99.0)
@@ -487,29 +487,6 @@ def targets(lines, epsilons):
 # -- speed ------------------------------------------------------------------------------
 
 
-def _cpu(who=resource.RUSAGE_SELF):
-    r = resource.getrusage(who)
-    return r.ru_utime + r.ru_stime
-
-
-def _child_env(**extra):
-    env = {**os.environ, **{v: "1" for v in THREAD_VARS}, "PYTHONWARNINGS": "ignore",
-           "PYTHONPATH": str(ROOT)}
-    env.update({k: str(v) for k, v in extra.items()})
-    return env
-
-
-def _run_child(argv, **env):
-    c0, w0 = _cpu(resource.RUSAGE_CHILDREN), time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=_child_env(**env))
-    wall, cpu = time.perf_counter() - w0, _cpu(resource.RUSAGE_CHILDREN) - c0
-    if done.returncode != 0:
-        raise RuntimeError(f"child failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
-    return (json.loads(lines[-1]) if lines else {}), wall, cpu
-
-
-
 # A fresh interpreter runs this (``python -c``), so that nothing else is imported.
 COLD_CODE = r"""
 import time, resource, json
@@ -577,7 +554,7 @@ def speed_section(data, repeats, cold_repeats):
         np.savez(npz, X=data["X_train"].to_numpy(), y=data["y_train"],
                  columns=np.asarray(data["columns"]))
         print("[speed warm]", flush=True)
-        out, _, _ = _run_child([sys.executable, "-c", WARM_CODE.format(
+        out, _, _, _ = run_child([sys.executable, "-c", WARM_CODE.format(
             data=str(npz), kwargs=kwargs, repeats=repeats)],
             SKLEARN_FDP_CACHE_DIR=tmp / "warm_cache")
         rounds = out["rounds"]
@@ -598,7 +575,7 @@ def speed_section(data, repeats, cold_repeats):
                 cache = tmp / f"cal{r}{fdp}"
                 cache.mkdir()
                 code = COLD_CODE.format(data=str(npz), fdp=fdp, kwargs=kwargs)
-                out, wall, cpu = _run_child([sys.executable, "-c", code],
+                out, wall, cpu, _ = run_child([sys.executable, "-c", code],
                                             SKLEARN_FDP_CACHE_DIR=cache)
                 if r >= 0:
                     runs[fdp].append(dict(process_cpu=cpu, process_wall=wall, **out))
@@ -837,10 +814,7 @@ def plot(lines, path, delta):
                 transform=ax.transAxes, fontsize=6.5, ha="right")
     ax.set_title("Adult hours-per-week: ridge regression under DP, feature DP and label DP",
                  fontsize=9)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 # -- main -------------------------------------------------------------------------------

@@ -63,57 +63,34 @@ Quoted in (the sections whose figures come from these files):
 * docs/user_guide.md § "3. Accounting"
 """
 
-import os
+from _common import one_thread  # benchmarks/ is on sys.path when run as a script
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ[_var] = "1"
+one_thread()  # before numpy is imported
+
+import os  # noqa: E402
 
 import argparse  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import pathlib  # noqa: E402
 import platform  # noqa: E402
-import resource  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
-OPACUS_PY = ROOT / ".venv-opacus" / "bin" / "python"
-THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+from _common import (  # noqa: E402
+    OPACUS_PY,
+    RESULTS,
+    ROOT,
+    THREAD_VARS,
+    child_env,
+    cpu_seconds,
+    run_child,
+)
 EPOCHS = 10  # DPSGDClassifier's default; SGDClassifier runs the same number
 ADULT_PROTECTED_NAMES = ("sex", "race", "marital-status", "relationship", "capital-gain",
                          "capital-loss")  # sklearn_fdp.datasets.ADULT_PROTECTED
-
-
-def cpu_now():
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
-def cpu_children():
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
-def child_env(**extra):
-    env = {**os.environ, **{v: "1" for v in THREAD_VARS}, "PYTHONWARNINGS": "ignore",
-           "PYTHONPATH": str(ROOT)}
-    env.update({k: str(v) for k, v in extra.items()})
-    return env
-
-
-def run_child(argv, **env):
-    """Run a child Python; return (its last stdout line as JSON, wall, CPU incl. its children)."""
-    c0, w0 = cpu_children(), time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=child_env(**env))
-    wall, cpu = time.perf_counter() - w0, cpu_children() - c0
-    if done.returncode != 0:
-        raise SystemExit(f"child {argv[1:4]} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
-    return (json.loads(lines[-1]) if lines else {}), wall, cpu, done.stderr
 
 
 def self_child(spec, **env):
@@ -236,9 +213,9 @@ def child_warm(spec):
         order = names if r % 2 == 0 else names[::-1]
         cpu, wall = {}, {}
         for name in order:
-            c0, w0 = cpu_now(), time.perf_counter()
+            c0, w0 = cpu_seconds(), time.perf_counter()
             methods[name](r + 1)
-            cpu[name], wall[name] = cpu_now() - c0, time.perf_counter() - w0
+            cpu[name], wall[name] = cpu_seconds() - c0, time.perf_counter() - w0
         rounds.append(dict(cpu=cpu, wall=wall))
     print(json.dumps(dict(rounds=rounds, methods=names)))
 
@@ -255,9 +232,9 @@ def child_purchase(spec):
     small = np.random.default_rng(0).choice(len(y), 2_000, replace=False)
     DPSGDClassifier(epsilon=None, noise_multiplier=1.0, epochs=0.2, random_state=0).fit(
         X[small], y[small])  # loads the kernels for this dtype
-    c0, w0 = cpu_now(), time.perf_counter()
+    c0, w0 = cpu_seconds(), time.perf_counter()
     est.fit(X, y)
-    cpu, wall = cpu_now() - c0, time.perf_counter() - w0
+    cpu, wall = cpu_seconds() - c0, time.perf_counter() - w0
     print(json.dumps(dict(cpu=cpu, wall=wall, epochs=spec["epochs"], steps=int(est.steps_),
                           batch_size=int(est.batch_size_),
                           learning_rate=float(est.learning_rate_))))

@@ -49,6 +49,12 @@ Protocol:
 
 Writes ``benchmarks/results/stacking.json`` and ``stacking.md``. Run with
 ``OMP_NUM_THREADS=1 nice -n 10 python benchmarks/bench_stacking.py``.
+
+Results (in ``benchmarks/results/``): ``stacking.json``, ``stacking.md``.
+Quoted in (the sections whose figures come from these files):
+
+* docs/results.md § "Feature DP on top of a public boosted model"
+* docs/user_guide.md § "Feature DP with any public model"
 """
 
 import argparse

@@ -107,6 +107,14 @@ classes : array-like of shape (n_classes,) or None, default=None
     ``classes_`` is read from ``y`` and is not private (a label seen
     once, or missing, shows in it); give ``classes`` whenever the label
     is protected and some class may be rare.""",
+    # The fitted linear classifier's attributes, as scikit-learn's linear models name them.
+    "linear_classifier_attributes": """\
+coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+intercept_ : ndarray of shape (1,) or (n_classes,)
+classes_ : ndarray of shape (n_classes,)
+n_features_in_ : int
+feature_names_in_ : ndarray of shape (``n_features_in_``,)
+    Defined when ``X`` has string column names.""",
     "epsilon_": """\
 epsilon_ : float
     ε the run actually spent at ``delta_`` (≤ ``epsilon``).""",

@@ -111,6 +111,14 @@ def _as_shape(size):
     return tuple(int(s) for s in size)
 
 
+def _sized(draw, size):
+    """``draw(n)`` reshaped to ``size``; one float when ``size`` is None."""
+    shape = _as_shape(size)
+    if shape is None:
+        return float(draw(1)[0])
+    return draw(int(np.prod(shape, dtype=np.int64))).reshape(shape)
+
+
 class SecureGenerator:
     """Drop-in for the calls a private stream makes on a NumPy Generator, from ``os.urandom``.
 
@@ -143,11 +151,8 @@ class SecureGenerator:
         -------
         z : ndarray or float
         """
-        shape = _as_shape(size)
-        if shape is None:
-            return float(secure_standard_normal(1)[0])
-        z = secure_standard_normal(int(np.prod(shape, dtype=np.int64))).reshape(shape)
-        return z.astype(dtype, copy=False)
+        z = _sized(secure_standard_normal, size)
+        return z if isinstance(z, float) else z.astype(dtype, copy=False)
 
     def normal(self, loc=0.0, scale=1.0, size=None):
         """``loc + scale * standard_normal``, broadcast like :meth:`numpy.random.Generator.normal`.
@@ -184,10 +189,7 @@ class SecureGenerator:
         -------
         u : ndarray or float
         """
-        shape = _as_shape(size)
-        if shape is None:
-            return float(_uniform53(1)[0])
-        return _uniform53(int(np.prod(shape, dtype=np.int64))).reshape(shape)
+        return _sized(_uniform53, size)
 
     def bernoulli_indices(self, n, p):
         """Sorted indices of ``n`` independent Bernoulli(``p``) coins that came up 1.

@@ -45,3 +45,18 @@ def clipped_sum(grads, max_grad_norm):
         norm = np.linalg.norm(g)
         total += g * min(1.0, max_grad_norm / norm) if norm > 0 else g
     return total
+
+
+def nothing_pending(theta, d, k, t):
+    """The lazy CSR loop's state at step ``t`` with nothing pending: ``S`` (the weights of
+    ``theta`` and every column's last-touched step, ``t``) and the three catch-up tables
+    (zero noise and decay pending)."""
+    from sklearn_fdp import _kernels as K
+
+    S = np.zeros((d, k + 1))
+    S[:, :k] = theta[:d]
+    S[:, k] = t
+    q = np.zeros(2)
+    tables = [np.full(1, np.nan) for _ in range(3)]
+    K.catch_up_tables(t, t, q, q, q, False, *tables)
+    return S, tables

@@ -18,12 +18,13 @@ import math
 import warnings
 
 import dp_accounting
-import numpy as np
 import pytest
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
 from sklearn_fdp import DPSGDClassifier, FeatureDPLogisticRegression, accounting, privacy_report
 from sklearn_fdp.exceptions import BudgetExceededError, FdpWarning
+
+from ._helpers import unit_rows as _unit_rows
 
 
 # -- an independent lower bound of the true ε --------------------------------
@@ -118,10 +119,7 @@ def test_rdp_zero_is_not_an_answer():
 
 @pytest.fixture(scope="module")
 def unit_rows():
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(200, 5))
-    X /= np.linalg.norm(X, axis=1, keepdims=True)
-    return X, (X[:, 0] > 0).astype(int)
+    return _unit_rows(200, 5, seed=0, label_noise=0)
 
 
 def test_issue_example_dpsgd_rdp_tiny_epsilon(unit_rows):
@@ -180,10 +178,7 @@ def test_unfittable_corner_names_the_fix():
 
 @pytest.fixture(scope="module")
 def tiny_data():
-    rng = np.random.default_rng(1)
-    X = rng.normal(size=(40, 3))
-    X /= np.linalg.norm(X, axis=1, keepdims=True)
-    return X, (X[:, 0] > 0).astype(int)
+    return _unit_rows(40, 3, seed=1, label_noise=0)
 
 
 @pytest.mark.parametrize("make", [

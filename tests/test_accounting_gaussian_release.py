@@ -174,3 +174,78 @@ def test_a_fit_imports_no_accountant_and_its_event_is_dp_accountings():
 def test_unfitted_estimator_has_no_plan_or_event():
     est = FeatureDPLinearRegression(private_features=[0], y_bounds=(0, 3))
     assert not hasattr(est, "dp_event_") and not hasattr(est, "privacy_plan_")
+
+
+def _delta_mpmath(eps, mu):
+    """Thm. 8 at 60 digits (mpmath): the reference at extreme σ and ε."""
+    import mpmath
+
+    with mpmath.workdps(60):
+        eps, mu = mpmath.mpf(eps), mpmath.mpf(mu)
+        # Beyond |x| = 1e20, Φ is 0 or 1 to within 1e-20 (mpmath's erfc cannot take such
+        # arguments); e^ε Φ(−μ/2 − ε/μ) <= 1/x there too, as x²/2 >= ε.
+        phi = lambda x: mpmath.ncdf(x) if abs(x) < 1e20 else mpmath.mpf(x > 0)  # noqa: E731
+        return float(phi(mu / 2 - eps / mu) - mpmath.exp(eps) * phi(-mu / 2 - eps / mu))
+
+
+EXTREME_MU = [1e-12, 1e-6, 1.0, 30.0, 1e3, 1e6, 1e12]  # σ = 1/μ from 1e12 down to 1e-12
+EXTREME_EPS = [0.0, 1e-12, 1.0, 699.0, 701.0, 1e6, 1e12, 1e24, 1e300]
+
+
+@pytest.mark.parametrize("mu", EXTREME_MU)
+def test_delta_at_extreme_sigma_and_epsilon_is_finite_and_exact(mu):
+    """δ(ε) neither overflows nor leaves [0, 1] at σ from 1e-12 to 1e12, and matches a
+    60-digit evaluation to 1e-12 absolute (the rounding of a difference of two terms ≤ 1)."""
+    import warnings
+
+    from sklearn_fdp.accounting._gaussian import _gaussian_delta
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        deltas = [_gaussian_delta(eps, mu) for eps in EXTREME_EPS]
+    for eps, d in zip(EXTREME_EPS, deltas):
+        assert 0.0 <= d <= 1.0
+        assert d == pytest.approx(_delta_mpmath(eps, mu), abs=1e-12, rel=1e-9), (eps, mu)
+    assert all(a >= b for a, b in zip(deltas, deltas[1:]))  # δ(ε) does not grow with ε
+
+
+@pytest.mark.parametrize("epsilon", [0.0, 1.0, 1e3, 1e12])
+def test_delta_tends_to_one_as_sigma_tends_to_zero(epsilon):
+    from sklearn_fdp.accounting._gaussian import _gaussian_delta
+
+    # Fixed ε, σ → 0 (μ → ∞): the release is the value itself, δ → 1.
+    assert _gaussian_delta(epsilon, 1e12 if epsilon < 1e12 else 1e13) == 1.0
+    # σ → ∞ (μ → 0): δ → 0.
+    assert _gaussian_delta(epsilon, 1e-200) == 0.0
+
+
+def test_both_forms_of_the_second_term_agree_where_they_overlap():
+    """The log-Φ form (ε ≤ 700) and the Mills-ratio form (ε > 700) are the same quantity:
+    evaluated on the same side of the switch they agree to float rounding."""
+    from scipy.special import erfcx, log_ndtr
+
+    for mu in [1.0, 30.0, 40.0, 1e3]:
+        for eps in [1.0, 100.0, 600.0, 700.0]:
+            log_form = math.exp(eps + float(log_ndtr(-mu / 2 - eps / mu)))
+            z = mu / 2 - eps / mu
+            mills = (math.exp(-0.5 * z * z) / math.sqrt(2 * math.pi) * math.sqrt(math.pi / 2)
+                     * float(erfcx((mu / 2 + eps / mu) / math.sqrt(2))))
+            assert mills == pytest.approx(log_form, rel=1e-9, abs=1e-300), (mu, eps)
+
+
+@pytest.mark.parametrize("sigma", [1e-12, 1e-6])
+def test_tiny_noise_multiplier_reports_a_finite_epsilon_without_overflow(sigma):
+    """σ = 1e-12 used to raise OverflowError inside the ε bisection (issue 35)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got_sigma, spent = accounting.gaussian_sigma_and_epsilon(None, 1e-5,
+                                                                 noise_multiplier=sigma)
+    assert got_sigma == sigma
+    mu = 1.0 / sigma
+    # The exact ε is near μ²/2 (the privacy loss's mean) and satisfies δ(ε) <= 1e-5.
+    assert mu * mu / 2 <= spent < mu * mu
+    assert _delta_mpmath(spent, mu) <= 1e-5
+    with pytest.raises(BudgetExceededError, match="noise_multiplier"):
+        accounting.gaussian_sigma_and_epsilon(1.0, 1e-5, noise_multiplier=sigma)

@@ -23,7 +23,6 @@ single fit.
 """
 
 import math
-from unittest import mock
 
 import numpy as np
 import pytest
@@ -32,9 +31,6 @@ from scipy import stats
 import sklearn_fdp
 import sklearn_fdp._engine._loop as engine_loop
 from sklearn_fdp import DPSGDClassifier, FeatureDPLogisticRegression
-from sklearn_fdp._engine import LinearGradientOracle
-from sklearn_fdp._mechanisms import fdp
-from sklearn_fdp.linear import _whole_record as dpsgd_module  # builds DPSGDClassifier's oracle
 from sklearn_fdp.audit import (
     CanaryAuditResult,
     OneRunAuditResult,
@@ -50,6 +46,9 @@ from sklearn_fdp.audit._canary import (
     _one_run_p_value,
 )
 
+from ._broken import UnclippedDPSGD, UnclippedFDP, ZeroNoise
+from ._helpers import unit_rows
+
 DELTA = 1e-5
 N_SAMPLES, N_FEATURES = 400, 5
 PUBLIC = [0, 1, 2, 3]  # column 4 of X and every appended canary column are private
@@ -60,11 +59,7 @@ PUBLIC = [0, 1, 2, 3]  # column 4 of X and every appended canary column are priv
 
 @pytest.fixture(scope="module")
 def data():
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(N_SAMPLES, N_FEATURES))
-    X /= np.linalg.norm(X, axis=1, keepdims=True)
-    y = (X[:, 0] + 0.3 * rng.normal(size=N_SAMPLES) > 0).astype(int)
-    return X, y
+    return unit_rows(N_SAMPLES, N_FEATURES)
 
 
 def _settings(epsilon):
@@ -83,61 +78,10 @@ def _fdp(epsilon, cls=FeatureDPLogisticRegression):
                **_settings(epsilon))
 
 
-class _ZeroNoise:
-    """Stand-in for the engine's NoiseStream that draws zeros (noise off)."""
-
-    def __init__(self, rng, shape, dtype, *args, **kwargs):
-        self.shape, self.dtype = shape, dtype
-
-    def draw(self):
-        return np.zeros(self.shape, self.dtype)
-
-    def close(self):
-        pass
-
-
 @pytest.fixture
 def noise_off(monkeypatch):
     """Broken variant 1: the engine adds no noise; ε is still accounted as if it did."""
-    monkeypatch.setattr(engine_loop, "NoiseStream", _ZeroNoise)
-
-
-class _UnclippedLinearOracle(LinearGradientOracle):
-    """The linear oracle that never clips, while it declares its clip (the noise's scale)."""
-
-    def __call__(self, idx, theta):
-        clip, self.max_grad_norm = self.max_grad_norm, np.inf
-        try:
-            return super().__call__(idx, theta)
-        finally:
-            self.max_grad_norm = clip
-
-
-class _UnclippedDPSGD(DPSGDClassifier):
-    """Broken variant 2: no clipping in the oracle; ε accounted with max_grad_norm."""
-
-    def fit(self, X, y, **kwargs):
-        with mock.patch.object(dpsgd_module, "LinearGradientOracle", _UnclippedLinearOracle):
-            return super().fit(X, y, **kwargs)
-
-
-class _UnclippedFDPOracle(fdp.FeatureDPPrivateOracle):
-    """FDP's private oracle that never clips, while it declares its clip (the noise's scale)."""
-
-    def __call__(self, idx, theta):
-        clip, self.max_grad_norm = self.max_grad_norm, np.inf
-        try:
-            return super().__call__(idx, theta)
-        finally:
-            self.max_grad_norm = clip
-
-
-class _UnclippedFDP(FeatureDPLogisticRegression):
-    """Broken variant 2 for FDP Algorithm 1: ∇ℓ − ∇ℓ_pub is never clipped."""
-
-    def fit(self, X, y, **kwargs):
-        with mock.patch.object(fdp, "FeatureDPPrivateOracle", _UnclippedFDPOracle):
-            return super().fit(X, y, **kwargs)
+    monkeypatch.setattr(engine_loop, "NoiseStream", ZeroNoise)
 
 
 def _audit(estimator, X, y, n_runs, **kwargs):
@@ -370,11 +314,11 @@ def test_noise_off_is_caught(data, make, noise_off):
 
 
 def _unclipped_dpsgd(epsilon):
-    return _UnclippedDPSGD(**_settings(epsilon))
+    return UnclippedDPSGD(**_settings(epsilon))
 
 
 def _unclipped_fdp(epsilon):
-    return _fdp(epsilon, _UnclippedFDP)
+    return _fdp(epsilon, UnclippedFDP)
 
 
 @pytest.mark.statistical
@@ -407,7 +351,7 @@ def test_noise_off_is_caught_in_one_run(data, make, epsilon, noise_off):
 def test_broken_variants_refute_epsilon_4(data, monkeypatch, estimator, broken):
     X, y = data
     if broken == "noise_off":
-        monkeypatch.setattr(engine_loop, "NoiseStream", _ZeroNoise)
+        monkeypatch.setattr(engine_loop, "NoiseStream", ZeroNoise)
         est = _dpsgd(4.0) if estimator == "DPSGDClassifier" else _fdp(4.0)
     else:
         est = _unclipped_dpsgd(4.0) if estimator == "DPSGDClassifier" else _unclipped_fdp(4.0)

@@ -294,24 +294,16 @@ def test_target_with_one_class(tmp_path, capsys):
     assert "single class" in err and "'hi'" in err
 
 
-def test_target_with_missing_values(tmp_path, capsys):
+@pytest.mark.parametrize("row, column", [(3, "y"), (5, "hours")],
+                         ids=["target", "numeric_column"])
+def test_missing_values_are_named(tmp_path, capsys, row, column):
     frame = _frame()
-    frame.loc[3, "y"] = np.nan
+    frame.loc[row, column] = np.nan
     csv = tmp_path / "na.csv"
     frame.to_csv(csv, index=False)
     err = _error(capsys, ["train", str(csv), "--target", "y", *PRIVATE_ARGS,
                           "--out", str(tmp_path / "m.skops")])
-    assert "'y'" in err and "missing" in err
-
-
-def test_numeric_column_with_missing_values(tmp_path, capsys):
-    frame = _frame()
-    frame.loc[5, "hours"] = np.nan
-    csv = tmp_path / "na.csv"
-    frame.to_csv(csv, index=False)
-    err = _error(capsys, ["train", str(csv), "--target", "y", *PRIVATE_ARGS,
-                          "--out", str(tmp_path / "m.skops")])
-    assert "'hours'" in err and "missing" in err
+    assert f"'{column}'" in err and "missing" in err
 
 
 def test_numeric_column_with_infinite_values(data, capsys):

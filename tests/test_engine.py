@@ -296,13 +296,31 @@ def test_lazy_noise_of_untouched_coordinates_has_the_exact_variance(average_star
     else:
         u = np.arange(T)
         var = (c2 * (T - np.maximum(u, average_start)) ** 2).sum() / (T - average_start) ** 2
+    _assert_empty_columns_are_normal(oracle, n, cfg, var, block_length=7)
+
+
+def _momentum_variance(cfg, n, average_start):
+    """The variance of an empty column's released value (final iterate, or the tail
+    average from ``average_start``) under momentum and L2, from the eager recursion with
+    per-step noise std c = 1.3 / (0.2 n)."""
+    T = cfg.steps
+    theta, _, A = _eager_linear_recursion(cfg, 1.3 / (0.2 * n), 0, T,
+                                          tail_from=T if average_start is None else average_start)
+    row = theta if average_start is None else A / (T - average_start)
+    return (row[3:] ** 2).sum()
+
+
+def _assert_empty_columns_are_normal(oracle, n, cfg, var, **lazy_kwargs):
+    """The empty columns of 40 lazy fits (``run_lazy_sparse(..., **lazy_kwargs)``; 500
+    columns: 20,000 independent draws) are N(0, var): std within 5 standard errors, mean
+    within 5, and a KS test."""
     values = []
     for seed in range(40):
         theta = run_lazy_sparse(np.zeros((oracle.n_features + 1, 1)), oracle, n, cfg,
                                 sample_rng=np.random.default_rng([seed, 0]),
-                                noise_rng=np.random.default_rng([seed, 1]), block_length=7).theta
-        values.append(theta[6:-1, 0])  # the 500 empty columns
-    values = np.concatenate(values)  # 20,000 independent draws
+                                noise_rng=np.random.default_rng([seed, 1]), **lazy_kwargs).theta
+        values.append(theta[6:-1, 0])  # the empty columns
+    values = np.concatenate(values)
     rel_se = 1 / np.sqrt(2 * values.size)  # of the sample std
     assert abs(values.std() / np.sqrt(var) - 1) < 5 * rel_se
     assert abs(values.mean()) < 5 * np.sqrt(var / values.size)
@@ -673,23 +691,8 @@ def test_lazy_momentum_noise_of_untouched_coordinates_has_the_eager_variance(ave
     """
     oracle, n = _sparse_problem(1, empty_cols=500)
     cfg = replace(_lazy_config(1.3, average_start), momentum=0.9, l2_regularization=0.02)
-    T = cfg.steps
-    c = 1.3 / (0.2 * n)
-    theta, _, A = _eager_linear_recursion(cfg, c, 0, T,
-                                          tail_from=T if average_start is None else average_start)
-    row = theta if average_start is None else A / (T - average_start)
-    var = (row[3:] ** 2).sum()
-    values = []
-    for seed in range(40):
-        th = run_lazy_sparse(np.zeros((oracle.n_features + 1, 1)), oracle, n, cfg,
-                             sample_rng=np.random.default_rng([seed, 0]),
-                             noise_rng=np.random.default_rng([seed, 1]), block_length=7).theta
-        values.append(th[6:-1, 0])  # the 500 empty columns
-    values = np.concatenate(values)  # 20,000 independent draws
-    rel_se = 1 / np.sqrt(2 * values.size)  # of the sample std
-    assert abs(values.std() / np.sqrt(var) - 1) < 5 * rel_se
-    assert abs(values.mean()) < 5 * np.sqrt(var / values.size)
-    assert stats.kstest(values / np.sqrt(var), "norm").pvalue > 1e-4
+    _assert_empty_columns_are_normal(oracle, n, cfg, _momentum_variance(cfg, n, average_start),
+                                     block_length=7)
 
 
 @pytest.mark.statistical
@@ -712,23 +715,8 @@ def test_lazy_momentum_default_blocks_keep_the_eager_variance(schedule, average_
     eta = np.array([cfg.step_size(t) for t in range(cfg.steps)])
     length = _momentum_block_length(eta, oracle.n_features, 1)
     assert (length == MOMENTUM_MAX_BLOCK_CONSTANT) == (schedule == "constant")
-    T = cfg.steps
-    c = 1.3 / (0.2 * n)
-    theta, _, A = _eager_linear_recursion(cfg, c, 0, T,
-                                          tail_from=T if average_start is None else average_start)
-    row = theta if average_start is None else A / (T - average_start)
-    var = (row[3:] ** 2).sum()
-    values = []
-    for seed in range(40):
-        th = run_lazy_sparse(np.zeros((oracle.n_features + 1, 1)), oracle, n, cfg,
-                             sample_rng=np.random.default_rng([seed, 0]),
-                             noise_rng=np.random.default_rng([seed, 1])).theta
-        values.append(th[6:-1, 0])  # the 300 empty columns
-    values = np.concatenate(values)  # 12,000 independent draws
-    rel_se = 1 / np.sqrt(2 * values.size)  # of the sample std
-    assert abs(values.std() / np.sqrt(var) - 1) < 5 * rel_se
-    assert abs(values.mean()) < 5 * np.sqrt(var / values.size)
-    assert stats.kstest(values / np.sqrt(var), "norm").pvalue > 1e-4
+    var = _momentum_variance(cfg, n, average_start)
+    _assert_empty_columns_are_normal(oracle, n, cfg, var)  # 300 columns: 12,000 draws
 
 
 def test_normal_stream_fresh_skips_only_a_short_remainder():

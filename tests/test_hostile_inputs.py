@@ -47,6 +47,8 @@ from sklearn_fdp import (
 from sklearn_fdp.exceptions import BudgetExceededError, PrivacyLeakWarning
 from sklearn_fdp.model_selection import PrivateRandomizedSearchCV
 
+from ._helpers import unit_rows
+
 N, D = 120, 4
 
 # Large budgets and few steps keep every fit fast; δ well below 1/N.
@@ -84,11 +86,7 @@ def make(name, **params):
 
 @pytest.fixture(scope="module")
 def data():
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(N, D))
-    X /= np.linalg.norm(X, axis=1, keepdims=True)
-    y = (X[:, 0] + 0.3 * rng.normal(size=N) > 0).astype(int)
-    return X, y
+    return unit_rows(N, D)
 
 
 def _fitted_state(est):

@@ -7,7 +7,7 @@ import scipy.sparse as sp
 from sklearn_fdp import _kernels as K
 from sklearn_fdp._engine import LinearGradientOracle, LinearLoss
 
-from ._reference import clipped_sum, per_example_gradients
+from ._reference import clipped_sum, nothing_pending, per_example_gradients
 
 # Shapes the issue names: one row, d = 1, k = 2 (binary as softmax), k = 100,
 # plus ordinary ones. (n, d, k)
@@ -71,12 +71,7 @@ def test_lazy_residuals_and_scatter_match_reference(n, d, k, loss, dtype):
     A = sp.csr_matrix(X)
     x_norm_sq = (X.astype(np.float64) ** 2).sum(1) + 1.0
     t = 5
-    S = np.zeros((d, k + 1))
-    S[:, :k] = theta[:d]
-    S[:, k] = t
-    q = np.zeros(2)
-    tables = [np.full(1, np.nan) for _ in range(3)]
-    K.catch_up_tables(t, t, q, q, q, False, *tables)
+    S, tables = nothing_pending(theta, d, k, t)
     assert [tab[0] for tab in tables] == [0.0, 0.0, 0.0]  # nothing pending: no noise
     idx = np.random.default_rng(1).integers(0, n, size=n)
     R = np.empty((n, k))

@@ -42,6 +42,8 @@ from sklearn_fdp import (
 )
 from sklearn_fdp.exceptions import FdpWarning
 
+from ._helpers import unit_rows
+
 CPU_TIMEOUT = 20  # CPU seconds per fit; the slowest setting takes about 5 s
 WALL_TIMEOUT = 120  # wall-clock seconds per fit, for a fit blocked without computing
 N, D = 200, 4
@@ -122,11 +124,7 @@ def time_limit(cpu_seconds, wall_seconds):
 
 @pytest.fixture(scope="module")
 def data():
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(N, D))
-    X /= np.linalg.norm(X, axis=1, keepdims=True)
-    y = (X[:, 0] + 0.3 * rng.normal(size=N) > 0).astype(int)
-    return X, y
+    return unit_rows(N, D)
 
 
 def _applicable(est, params):

@@ -86,11 +86,15 @@ def test_sparse_output(data):
     pipe = make_private_pipeline(_ct(sparse=True), _clf())
     assert sp.issparse(pipe[:-1].fit_transform(X))
     pipe.fit(X, y)
-    clf = pipe[-1]
-    names = [str(n) for n in clf.feature_names_]
-    assert [names[i] for i in clf.private_features_] == [
-        "cat__sex_F", "cat__sex_M", "cat__race_a", "cat__race_b", "cat__race_c"]
+    _assert_sex_and_race_one_hot_are_private(pipe[-1])
     assert np.isfinite(pipe.predict_proba(X)).all()
+
+
+def _assert_sex_and_race_one_hot_are_private(est):
+    """The fitted final step's private features are the one-hot columns of sex and race."""
+    names = [str(n) for n in est.feature_names_]
+    assert [names[i] for i in est.private_features_] == [
+        "cat__sex_F", "cat__sex_M", "cat__race_a", "cat__race_b", "cat__race_c"]
 
 
 def test_unknown_name_errors_naming_it(data):
@@ -484,9 +488,7 @@ def test_regressor_in_private_pipeline_and_report(data):
                                       random_state=0))
         pipe.fit(X, target)
         reg = pipe[-1]
-        names = [str(n) for n in reg.feature_names_]
-        assert [names[i] for i in reg.private_features_] == [
-            "cat__sex_F", "cat__sex_M", "cat__race_a", "cat__race_b", "cat__race_c"]
+        _assert_sex_and_race_one_hot_are_private(reg)
         assert np.isfinite(pipe.predict(X)).all()
     report = privacy_report(pipe)
     assert report.is_private and report.warnings == []

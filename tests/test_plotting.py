@@ -1,8 +1,6 @@
 """sklearn_fdp.plotting.plot_privacy_utility (Agg backend, no display)."""
 
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
@@ -14,6 +12,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.container import ErrorbarContainer  # noqa: E402
 
 from sklearn_fdp.plotting import plot_privacy_utility  # noqa: E402
+
+from ._helpers import call_without  # noqa: E402
 
 EPS = [0.5, 1.0, 4.0]
 
@@ -159,23 +159,9 @@ def test_bad_results_type(results):
 
 
 def test_importable_without_matplotlib():
-    code = (
-        "import sys\n"
-        "class Block:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'matplotlib' or name.startswith('matplotlib.'):\n"
-        "            raise ImportError('no matplotlib here')\n"
-        "sys.meta_path.insert(0, Block())\n"
-        "from sklearn_fdp.plotting import plot_privacy_utility\n"
-        "try:\n"
-        "    plot_privacy_utility([{'method': 'a', 'epsilon': 1.0, 'accuracy': 0.5}])\n"
-        "except ImportError as e:\n"
-        "    print('ERR', e)\n"
-        "assert 'matplotlib' not in sys.modules\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
-    assert "ERR" in out and "pip install '.[plot]'" in out
+    out = call_without("matplotlib", "from sklearn_fdp.plotting import plot_privacy_utility",
+                       "plot_privacy_utility([{'method': 'a', 'epsilon': 1.0, 'accuracy': 0.5}])")
+    assert "ERR" in out and "pip install '.[plot]'" in out and "LOADED False" in out
 
 
 def test_numpydoc():

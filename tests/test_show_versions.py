@@ -1,10 +1,11 @@
 """sklearn_fdp.show_versions(): what a bug report needs, without importing anything."""
 
-import subprocess
 import sys
 
 import sklearn_fdp
 from sklearn_fdp import _show_versions
+
+from ._helpers import run_python
 
 
 def test_show_versions_prints_the_library_python_and_every_dependency(capsys):
@@ -35,6 +36,5 @@ def test_show_versions_imports_no_optional_dependency():
         "sklearn_fdp.show_versions()\n"
         "print('NEWLY', sorted({m for m in heavy if m in sys.modules} - before))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
+    out = run_python(code)
     assert "NEWLY []" in out

@@ -22,6 +22,8 @@ from sklearn_fdp.preprocessing import (
     row_norm_bounds,
 )
 
+from ._helpers import run_doc_blocks
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 # A second schema, synthetic: every kind of entry, protected numeric and
@@ -451,12 +453,7 @@ def test_adult_row_norm_bounds():
 
 
 def test_docs_preprocessing_snippets_run(capsys):
-    doc = ROOT / "docs" / "preprocessing.md"
-    blocks = re.findall(r"```python\n(.*?)```", doc.read_text(encoding="utf-8"), re.S)
-    assert len(blocks) >= 3
-    namespace = {}
-    for block in blocks:
-        exec(compile(block, str(doc), "exec"), namespace)  # noqa: S102 - our own docs
+    run_doc_blocks("preprocessing.md", 3)
     out = capsys.readouterr().out
     # What the page's comments say the snippets print.
     for printed in ("(16281, 105) True", "RowNormBounds(row=1.0, public=0.7559",

@@ -28,9 +28,6 @@ bounds ``bounds_X_low, bounds_X_high`` (one entry per column) and ``bounds_y`` (
 Output JSON: ``results`` = one row per (epsilon, seed) with ``test_r2``, ``test_rmse``
 and ``fit_seconds``; the environment's versions.
 """
-import argparse
-import json
-import platform
 import sys
 import time
 import warnings
@@ -42,13 +39,14 @@ import sklearn
 from diffprivlib.accountant import BudgetAccountant
 from diffprivlib.models import LinearRegression
 
-
-def parse_floats(s):
-    return [float(v) for v in s.split(",") if v.strip()]
-
-
-def parse_ints(s):
-    return [int(v) for v in s.split(",") if v.strip()]
+from _shared import (  # this folder
+    baseline_parser,
+    parse_floats,
+    parse_ints,
+    result_head,
+    result_tail,
+    write_result,
+)
 
 
 def scores(y_true, y_pred):
@@ -61,12 +59,7 @@ def scores(y_true, y_pred):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--data", required=True)
-    p.add_argument("--epsilons", default="0.01,0.03,0.1,0.3,1")
-    p.add_argument("--delta", type=float, default=1e-5)
-    p.add_argument("--seeds", default="0,1,2,3,4")
-    p.add_argument("--out", required=True)
+    p = baseline_parser(__doc__, epsilons="0.01,0.03,0.1,0.3,1")
     args = p.parse_args(argv)
 
     d = np.load(args.data)
@@ -100,23 +93,15 @@ def main(argv=None):
               f"({time.perf_counter() - t_start:.0f}s)", flush=True)
 
     out = {
-        "method": "diffprivlib.LinearRegression",
-        "version": diffprivlib.__version__,
-        "privacy": "pure epsilon-DP (functional mechanism, Laplace); delta unused",
-        "delta": args.delta,
-        "delta_used": False,
+        **result_head("diffprivlib.LinearRegression", diffprivlib.__version__,
+                      "pure epsilon-DP (functional mechanism, Laplace); delta unused",
+                      args.delta, False),
         "fixed_hyperparameters": {"fit_intercept": True, "bounds_y": list(bounds_y),
                                   "bounds_X": "per column, from the npz (declared schema bounds)"},
-        "environment": {"python": platform.python_version(), "scikit-learn": sklearn.__version__,
-                        "numpy": np.__version__},
-        "data": args.data,
-        "total_seconds": time.perf_counter() - t_start,
-        "results": results,
+        **result_tail({"scikit-learn": sklearn.__version__, "numpy": np.__version__},
+                      args.data, t_start, results),
     }
-    with open(args.out, "w") as f:
-        json.dump(out, f, indent=1)
-    print(f"[diffprivlib] wrote {args.out} in {out['total_seconds']:.0f}s", flush=True)
-    return 0
+    return write_result(out, args.out, "diffprivlib")
 
 
 if __name__ == "__main__":

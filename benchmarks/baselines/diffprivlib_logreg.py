@@ -31,9 +31,6 @@ optimal at small epsilon (on Adult at eps=1: C=1 gives ~0.79 test accuracy, C=0.
 ~0.835), so the grid extends well below 1. max_iter=1000 (100 gives ConvergenceWarnings
 for large C at large epsilon).
 """
-import argparse
-import json
-import platform
 import sys
 import time
 import warnings
@@ -45,31 +42,16 @@ import sklearn
 from diffprivlib.accountant import BudgetAccountant
 from diffprivlib.models import LogisticRegression
 
+import _shared  # this folder
+
 C_GRID = [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0, 3.0, 10.0]
 SELECTION_SEEDS = [1000, 1001]
 MAX_ITER = 1000
 DATA_NORM = 1.0
 
 
-def parse_floats(s):
-    return [float(v) for v in s.split(",") if v.strip()]
-
-
-def parse_ints(s):
-    return [int(v) for v in s.split(",") if v.strip()]
-
-
 def load(path):
-    d = np.load(path)
-    X = np.asarray(d["X_train"], dtype=np.float64)
-    y = np.asarray(d["y_train"]).astype(np.int64)
-    Xte = np.asarray(d["X_test"], dtype=np.float64)
-    yte = np.asarray(d["y_test"]).astype(np.int64)
-    fit_idx = np.asarray(d["fit_idx"], dtype=np.int64)
-    val_idx = np.asarray(d["val_idx"], dtype=np.int64)
-    if np.intersect1d(fit_idx, val_idx).size:
-        raise ValueError("fit_idx and val_idx overlap")
-    return X, y, Xte, yte, fit_idx, val_idx
+    return _shared.load_split(path, np.int64)
 
 
 def fit_score(Xa, ya, Xb, yb, eps, C, seed):
@@ -92,18 +74,13 @@ def fit_score(Xa, ya, Xb, yb, eps, C, seed):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--data", required=True)
-    p.add_argument("--epsilons", default="0.03,0.1,0.3,1,4")
-    p.add_argument("--delta", type=float, default=1e-5)
-    p.add_argument("--seeds", default="0,1,2,3,4")
-    p.add_argument("--out", required=True)
+    p = _shared.baseline_parser(__doc__)
     p.add_argument("--c-grid", default=None, help="override the C grid (comma separated)")
     args = p.parse_args(argv)
 
-    epsilons = parse_floats(args.epsilons)
-    seeds = parse_ints(args.seeds)
-    c_grid = parse_floats(args.c_grid) if args.c_grid else C_GRID
+    epsilons = _shared.parse_floats(args.epsilons)
+    seeds = _shared.parse_ints(args.seeds)
+    c_grid = _shared.parse_floats(args.c_grid) if args.c_grid else C_GRID
     X, y, Xte, yte, fit_idx, val_idx = load(args.data)
     Xf, yf, Xv, yv = X[fit_idx], y[fit_idx], X[val_idx], y[val_idx]
     print(f"[diffprivlib] n_train={len(y)} d={X.shape[1]} n_fit={len(fit_idx)} "
@@ -132,25 +109,15 @@ def main(argv=None):
               f"±{np.std(accs):.4f} ({time.perf_counter() - t_start:.0f}s)", flush=True)
 
     out = {
-        "method": "diffprivlib.LogisticRegression",
-        "version": diffprivlib.__version__,
-        "privacy": "pure epsilon-DP (objective perturbation); delta unused",
-        "delta": args.delta,
-        "delta_used": False,
+        **_shared.result_head("diffprivlib.LogisticRegression", diffprivlib.__version__,
+                      "pure epsilon-DP (objective perturbation); delta unused", args.delta,
+                      False),
         "fixed_hyperparameters": {"max_iter": MAX_ITER, "data_norm": DATA_NORM, "fit_intercept": True},
-        "selection_protocol": {"fit": "X_train[fit_idx]", "score": "X_train[val_idx]",
-                               "seeds": SELECTION_SEEDS, "criterion": "mean validation accuracy"},
-        "environment": {"python": platform.python_version(), "scikit-learn": sklearn.__version__,
-                        "numpy": np.__version__},
-        "data": args.data,
-        "total_seconds": time.perf_counter() - t_start,
-        "results": results,
-        "selection": selection,
+        "selection_protocol": _shared.selection_protocol(SELECTION_SEEDS),
+        **_shared.result_tail({"scikit-learn": sklearn.__version__, "numpy": np.__version__},
+                      args.data, t_start, results, selection=selection),
     }
-    with open(args.out, "w") as f:
-        json.dump(out, f, indent=1)
-    print(f"[diffprivlib] wrote {args.out} in {out['total_seconds']:.0f}s", flush=True)
-    return 0
+    return _shared.write_result(out, args.out, "diffprivlib")
 
 
 if __name__ == "__main__":

@@ -61,10 +61,7 @@ selection pass is 18 points x 2 seeds x 12.5 epochs on average. Measured end-to-
 run times are in benchmarks/baselines/README.md. On a shared/loaded machine use
 ``--threads 1``: torch's 2-thread pool then slows an epoch down up to 5x.
 """
-import argparse
 import functools
-import json
-import platform
 import sys
 import time
 import warnings
@@ -78,6 +75,8 @@ import opacus
 import opacus.privacy_engine
 from opacus import PrivacyEngine
 from opacus.accountants.utils import get_noise_multiplier as _opacus_get_noise_multiplier
+
+import _shared  # this folder
 
 BATCH_SIZES = [256, 1024, 4096]
 LR_BASE = [0.5, 2.0, 8.0]  # learning rate at batch 1024; scaled linearly with batch size
@@ -116,25 +115,8 @@ def _get_noise_multiplier(*, target_epsilon, target_delta, sample_rate, epochs=N
 opacus.privacy_engine.get_noise_multiplier = _get_noise_multiplier
 
 
-def parse_floats(s):
-    return [float(v) for v in s.split(",") if v.strip()]
-
-
-def parse_ints(s):
-    return [int(v) for v in s.split(",") if v.strip()]
-
-
 def load(path):
-    d = np.load(path)
-    X = np.asarray(d["X_train"], dtype=np.float64)
-    y = np.asarray(d["y_train"], dtype=np.float64)
-    Xte = np.asarray(d["X_test"], dtype=np.float64)
-    yte = np.asarray(d["y_test"], dtype=np.float64)
-    fit_idx = np.asarray(d["fit_idx"], dtype=np.int64)
-    val_idx = np.asarray(d["val_idx"], dtype=np.int64)
-    if np.intersect1d(fit_idx, val_idx).size:
-        raise ValueError("fit_idx and val_idx overlap")
-    return X, y, Xte, yte, fit_idx, val_idx
+    return _shared.load_split(path, np.float64)
 
 
 def _tensors(X, y):
@@ -193,12 +175,7 @@ def fit_score(Xa, ya, Xb, yb, eps, delta, hp, seed, want_eps_spent=False):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--data", required=True)
-    p.add_argument("--epsilons", default="0.03,0.1,0.3,1,4")
-    p.add_argument("--delta", type=float, default=1e-5)
-    p.add_argument("--seeds", default="0,1,2,3,4")
-    p.add_argument("--out", required=True)
+    p = _shared.baseline_parser(__doc__)
     p.add_argument("--batch-sizes", default=None, help="override grid (comma separated)")
     p.add_argument("--lrs", default=None,
                    help="override the base learning rates (at batch 1024; comma separated)")
@@ -212,11 +189,11 @@ def main(argv=None):
     # harmless: the input tensor does not require grad, Opacus's hooks still see the module output
     warnings.filterwarnings("ignore", message=".*Full backward hook is firing.*")
 
-    epsilons = parse_floats(args.epsilons)
-    seeds = parse_ints(args.seeds)
-    bs_grid = parse_ints(args.batch_sizes) if args.batch_sizes else BATCH_SIZES
-    lr_grid = parse_floats(args.lrs) if args.lrs else LR_BASE
-    ep_grid = parse_ints(args.epochs) if args.epochs else EPOCHS
+    epsilons = _shared.parse_floats(args.epsilons)
+    seeds = _shared.parse_ints(args.seeds)
+    bs_grid = _shared.parse_ints(args.batch_sizes) if args.batch_sizes else BATCH_SIZES
+    lr_grid = _shared.parse_floats(args.lrs) if args.lrs else LR_BASE
+    ep_grid = _shared.parse_ints(args.epochs) if args.epochs else EPOCHS
     grid = [{"batch_size": b, "lr": base * b / LR_REF_BATCH, "lr_base": base, "epochs": e}
             for b in bs_grid for base in lr_grid for e in ep_grid]
 
@@ -261,11 +238,10 @@ def main(argv=None):
               f"({time.perf_counter() - t_start:.0f}s)", flush=True)
 
     out = {
-        "method": "opacus.DP-SGD linear (nn.Linear(d,1) + BCEWithLogitsLoss)",
-        "version": opacus.__version__,
-        "privacy": f"(epsilon, delta)-DP, DP-SGD with Poisson sampling, {ACCOUNTANT} accountant",
-        "delta": args.delta,
-        "delta_used": True,
+        **_shared.result_head("opacus.DP-SGD linear (nn.Linear(d,1) + BCEWithLogitsLoss)",
+                      opacus.__version__,
+                      f"(epsilon, delta)-DP, DP-SGD with Poisson sampling, {ACCOUNTANT} accountant",
+                      args.delta, True),
         "fixed_hyperparameters": {"max_grad_norm": MAX_GRAD_NORM, "optimizer": "SGD",
                                   "momentum": MOMENTUM, "loss": "BCEWithLogitsLoss(mean)",
                                   "lr_rule": f"lr = lr_base * batch_size / {LR_REF_BATCH}",
@@ -273,19 +249,11 @@ def main(argv=None):
                                   "poisson_sampling": True, "dtype": "float32",
                                   "calibration_tolerance": f"epsilon_tolerance = eps_error = {REL_TOL} * eps",
                                   "torch_threads": args.threads},
-        "selection_protocol": {"fit": "X_train[fit_idx]", "score": "X_train[val_idx]",
-                               "seeds": SELECTION_SEEDS, "criterion": "mean validation accuracy"},
-        "environment": {"python": platform.python_version(), "torch": torch.__version__,
-                        "numpy": np.__version__},
-        "data": args.data,
-        "total_seconds": time.perf_counter() - t_start,
-        "results": results,
-        "selection": selection,
+        "selection_protocol": _shared.selection_protocol(SELECTION_SEEDS),
+        **_shared.result_tail({"torch": torch.__version__, "numpy": np.__version__}, args.data,
+                      t_start, results, selection=selection),
     }
-    with open(args.out, "w") as f:
-        json.dump(out, f, indent=1)
-    print(f"[opacus] wrote {args.out} in {out['total_seconds']:.0f}s", flush=True)
-    return 0
+    return _shared.write_result(out, args.out, "opacus")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,8 @@ from opacus import PrivacyEngine
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
+from _shared import make_private  # this folder
+
 
 def make_mlp(d, hidden, k):
     sizes = [d, *hidden, k]
@@ -47,13 +49,9 @@ def run(X, y, k, hidden, mode, batch_size, steps, seed):
     model = make_mlp(X.shape[1], hidden, k)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     criterion = nn.CrossEntropyLoss()
-    engine = PrivacyEngine(accountant="rdp")
-    kwargs = dict(module=model, optimizer=optimizer, data_loader=loader, noise_multiplier=1.0,
-                  max_grad_norm=1.0, grad_sample_mode=mode)
-    if mode == "ghost":
-        model, optimizer, criterion, loader = engine.make_private(criterion=criterion, **kwargs)
-    else:
-        model, optimizer, loader = engine.make_private(**kwargs)
+    model, optimizer, criterion, loader = make_private(
+        PrivacyEngine(accountant="rdp"), mode, criterion, module=model, optimizer=optimizer,
+        data_loader=loader)
     model.train()
     done = 0
     t0 = time.perf_counter()

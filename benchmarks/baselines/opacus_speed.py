@@ -28,6 +28,8 @@ from opacus import PrivacyEngine
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
+from _shared import make_private  # this folder
+
 
 def run(X, y, k, mode, batch_size, steps, seed):
     torch.manual_seed(seed)
@@ -38,13 +40,9 @@ def run(X, y, k, mode, batch_size, steps, seed):
     model = nn.Linear(X.shape[1], k)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     criterion = nn.BCEWithLogitsLoss() if binary else nn.CrossEntropyLoss()
-    engine = PrivacyEngine(accountant="rdp")
-    kwargs = dict(module=model, optimizer=optimizer, data_loader=loader, noise_multiplier=1.0,
-                  max_grad_norm=1.0, grad_sample_mode=mode)
-    if mode == "ghost":
-        model, optimizer, criterion, loader = engine.make_private(criterion=criterion, **kwargs)
-    else:
-        model, optimizer, loader = engine.make_private(**kwargs)
+    model, optimizer, criterion, loader = make_private(
+        PrivacyEngine(accountant="rdp"), mode, criterion, module=model, optimizer=optimizer,
+        data_loader=loader)
     model.train()
     done = 0
     t0, c0 = time.perf_counter(), time.process_time()

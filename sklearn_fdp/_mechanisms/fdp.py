@@ -357,6 +357,29 @@ def _public_residual(loss, Z_pub, y, label_public):
     return softmax(Z_pub, axis=1) - prior
 
 
+def _bind_rows(oracle, X, y, loss, public_mask, label_public, public_loss, fit_intercept,
+               pad_rng, view):
+    """What both oracles of Algorithm 1 hold: the rows (canonical CSR: no duplicate
+    entries in the norms, a no-op after validation), labels and loss, the public view
+    (made here unless another oracle made it), the padding stream (required by
+    ``"gaussian_pad"``) and the loss's kernel code. Returns the canonical rows."""
+    X = canonical_csr(X)
+    oracle.X = X
+    oracle.y = y
+    oracle.loss = loss
+    oracle.label_public = bool(label_public)
+    oracle.view = _PublicView(X, public_mask, public_loss, fit_intercept) if view is None \
+        else view
+    oracle.pad_rng = pad_rng
+    if oracle.view.pad and pad_rng is None:
+        raise ValueError("public_loss='gaussian_pad' needs a pad_rng.")
+    oracle._code = loss_code(loss.loss, loss.n_outputs)
+    oracle._y_kernel = np.asarray(y, dtype=np.float64)
+    # The fused CSR passes know the log loss only; the regression losses take the numpy path.
+    oracle._fused_loss = loss.loss == "log_loss"
+    return X
+
+
 class FeatureDPPrivateOracle:
     """Clipped sums of ``∇ℓ − ∇ℓ_pub`` per example (FDP Algorithm 1, line 4).
 
@@ -390,24 +413,11 @@ class FeatureDPPrivateOracle:
                              "not 'hinge'.")
         if loss.is_regression and not label_public and loss.loss != "squared_error":
             raise ValueError(label_free_error(loss.loss))
-        X = canonical_csr(X)  # no duplicate entries in the norms (a no-op after validation)
-        self.X = X
-        self.y = y
-        self.loss = loss
-        self.label_public = bool(label_public)
-        self.view = _PublicView(X, public_mask, public_loss, fit_intercept) if view is None \
-            else view
+        X = _bind_rows(self, X, y, loss, public_mask, label_public, public_loss, fit_intercept,
+                       pad_rng, view)
         self.fit_intercept = bool(fit_intercept)
         self.max_grad_norm = float(max_grad_norm)
-        self.pad_rng = pad_rng
         self.n_features = X.shape[1]
-        if self.view.pad and pad_rng is None:
-            raise ValueError("public_loss='gaussian_pad' needs a pad_rng.")
-        self._code = loss_code(loss.loss, loss.n_outputs)
-        self._y_kernel = np.asarray(y, dtype=np.float64)
-        # The fused CSR passes know the log loss only; the regression losses
-        # take the numpy path.
-        self._fused_loss = loss.loss == "log_loss"
         # The public oracle whose batch this one computes in the same compiled
         # pass (see :meth:`fuse_public`), or None.
         self._partner = None
@@ -526,22 +536,9 @@ class FeatureDPPublicOracle:
 
     def __init__(self, X, y, loss, public_mask, label_public, public_loss, fit_intercept,
                  batch_size, sample_rng, pad_rng=None, view=None):
-        X = canonical_csr(X)
-        self.X = X
-        self.y = y
-        self.loss = loss
-        self.label_public = bool(label_public)
-        self.view = _PublicView(X, public_mask, public_loss, fit_intercept) if view is None \
-            else view
+        X = _bind_rows(self, X, y, loss, public_mask, label_public, public_loss, fit_intercept,
+                       pad_rng, view)
         self.sampler = UniformSampler(X.shape[0], batch_size, sample_rng)
-        self.pad_rng = pad_rng
-        if self.view.pad and pad_rng is None:
-            raise ValueError("public_loss='gaussian_pad' needs a pad_rng.")
-        self._code = loss_code(loss.loss, loss.n_outputs)
-        self._y_kernel = np.asarray(y, dtype=np.float64)
-        # The fused CSR passes know the log loss only; the regression losses
-        # take the numpy path.
-        self._fused_loss = loss.loss == "log_loss"
         # (θ, mean) of this step, made by the private oracle (fuse_public).
         self._pending = None
 

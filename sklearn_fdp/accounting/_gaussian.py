@@ -232,17 +232,34 @@ def _dp_event_module():
     return module
 
 
+# Above this ε the second term of δ(ε) is computed through the Mills ratio: there
+# ``ε + log Φ(−μ/2 − ε/μ)`` is a difference of two numbers near μ²/2 whose rounding
+# error alone can exceed what exp() takes (σ = 1e-12 gives μ²/2 = 5e23).
+_MILLS_EPSILON = 700.0
+
+
 def _gaussian_delta(epsilon, mu):
     """δ(ε) of one Gaussian release whose sensitivity is ``mu`` noise stds.
 
     Balle & Wang (2018), Thm. 8: ``Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ)``, the
     second term as ``exp(ε + log Φ(·))`` so that it neither overflows nor
-    loses its tail.
+    loses its tail. For ε above ``_MILLS_EPSILON`` (where that sum cancels
+    catastrophically) the second term is ``φ(μ/2 − ε/μ) R(μ/2 + ε/μ)``, the
+    same quantity (``e^ε φ(μ/2 + ε/μ) = φ(μ/2 − ε/μ)``) with the Mills ratio
+    ``R(x) = Φ(−x)/φ(x) = √(π/2) erfcx(x/√2)`` bounded by √(π/2): no factor
+    can overflow, so δ → 1 as μ → ∞ (σ → 0) and δ → 0 as ε → ∞. The result
+    is clipped to [0, 1], the range of δ, against rounding.
     """
-    from scipy.special import log_ndtr, ndtr
+    from scipy.special import erfcx, log_ndtr, ndtr
 
-    return float(ndtr(mu / 2 - epsilon / mu)) - math.exp(
-        epsilon + float(log_ndtr(-mu / 2 - epsilon / mu)))
+    first = float(ndtr(mu / 2 - epsilon / mu))
+    if epsilon <= _MILLS_EPSILON:
+        second = math.exp(epsilon + float(log_ndtr(-mu / 2 - epsilon / mu)))
+    else:
+        z = mu / 2 - epsilon / mu
+        second = (math.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
+                  * math.sqrt(math.pi / 2) * float(erfcx((mu / 2 + epsilon / mu) / math.sqrt(2))))
+    return min(max(first - second, 0.0), 1.0)
 
 
 # Relative accuracy of the bisections of gaussian_release; the reported ε is

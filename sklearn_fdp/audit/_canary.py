@@ -163,6 +163,16 @@ class _ClaimCheck:
         return (f"ε lower bound {self.epsilon_lower_bound:.3f} (confidence "
                 f"{self.confidence:g}, δ={self.delta:g}) vs claimed {claim}")
 
+    def summary(self):
+        """A one-line report.
+
+        Returns
+        -------
+        line : str
+            The bound, its confidence and δ, the claim and the evidence.
+        """
+        return f"{self._bound_text()}; {self._evidence_text()}"
+
 
 @dataclass(frozen=True)
 class CanaryAuditResult(_ClaimCheck):
@@ -229,16 +239,9 @@ class CanaryAuditResult(_ClaimCheck):
     canary_in: np.ndarray = field(repr=False)
     calibration: np.ndarray = field(repr=False)
 
-    def summary(self):
-        """A one-line report.
-
-        Returns
-        -------
-        line : str
-            The bound, its confidence and δ, the claim and the evidence.
-        """
+    def _evidence_text(self):
         return (
-            f"{self._bound_text()}; {self.n_runs} runs "
+            f"{self.n_runs} runs "
             f"({self.n_calibration} calibration), TPR {self.tpr:.3f} "
             f"[{self.tpr_interval[0]:.3f}, {self.tpr_interval[1]:.3f}], FPR {self.fpr:.3f} "
             f"[{self.fpr_interval[0]:.3f}, {self.fpr_interval[1]:.3f}]"
@@ -295,16 +298,9 @@ class OneRunAuditResult(_ClaimCheck):
     scores: np.ndarray = field(repr=False)
     canary_in: np.ndarray = field(repr=False)
 
-    def summary(self):
-        """A one-line report.
-
-        Returns
-        -------
-        line : str
-            The bound, its confidence and δ, the claim and the evidence.
-        """
+    def _evidence_text(self):
         return (
-            f"{self._bound_text()}; one run, {self.n_canaries} canaries, "
+            f"one run, {self.n_canaries} canaries, "
             f"{self.n_correct}/{self.n_guesses} guesses correct"
         )
 

@@ -180,12 +180,7 @@ class AdaMixClassifier(BaseDPLinearClassifier):
 
     Attributes
     ----------
-    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
-    intercept_ : ndarray of shape (1,) or (n_classes,)
-    classes_ : ndarray of shape (n_classes,)
-    n_features_in_ : int
-    feature_names_in_ : ndarray of shape (``n_features_in_``,)
-        Defined when ``X`` has string column names.
+    [[linear_classifier_attributes]]
     pretrained_coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
         Weights ``w_ref`` after public pretraining (the public-only model).
     pretrained_intercept_ : ndarray of shape (1,) or (n_classes,)

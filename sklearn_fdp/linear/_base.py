@@ -237,6 +237,15 @@ def store_run(est, coef, intercept, plan, learning_rate, n_iter=None):
     est.privacy_plan_ = plan
 
 
+
+def _private_model_tags(est, tags):
+    """The tags every private linear model sets: sparse input, and ``noise="secure"``
+    draws from the OS CSPRNG (``random_state`` does not fix the fit). Each model also
+    marks ``poor_score``: it is noisier than its non-private twin by design."""
+    tags.input_tags.sparse = True
+    tags.non_deterministic = getattr(est, "noise", "default") == "secure"
+    return tags
+
 class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimator):
     """Base class: the parameters, fitted attributes and predictions of a private linear model.
 
@@ -304,12 +313,8 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimat
         return log_softmax(scores, axis=1)
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        # A private model is noisier than its non-private twin by design.
+        tags = _private_model_tags(self, super().__sklearn_tags__())
         tags.classifier_tags.poor_score = True
-        # noise="secure" draws from the OS CSPRNG: random_state does not fix the fit.
-        tags.non_deterministic = getattr(self, "noise", "default") == "secure"
         return tags
 
 
@@ -488,11 +493,8 @@ class BaseDPLinearRegressor(RegressorMixin, BaseEstimator):
                                 getattr(self, "y_bounds_", None))
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        # A private model is noisier than its non-private twin by design.
+        tags = _private_model_tags(self, super().__sklearn_tags__())
         tags.regressor_tags.poor_score = True
-        tags.non_deterministic = getattr(self, "noise", "default") == "secure"
         return tags
 
 

@@ -60,12 +60,7 @@ class DPSGDClassifier(WholeRecordDPSGD, BaseDPLinearClassifier):
 
     Attributes
     ----------
-    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
-    intercept_ : ndarray of shape (1,) or (n_classes,)
-    classes_ : ndarray of shape (n_classes,)
-    n_features_in_ : int
-    feature_names_in_ : ndarray of shape (``n_features_in_``,)
-        Defined when ``X`` has string column names.
+    [[linear_classifier_attributes]]
     [[epsilon_]]
     [[delta_]]
     [[noise_multiplier_]]

@@ -390,12 +390,7 @@ class FeatureDPLogisticRegression(FeatureDPSGD, BaseDPLinearClassifier):
 
     Attributes
     ----------
-    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
-    intercept_ : ndarray of shape (1,) or (n_classes,)
-    classes_ : ndarray of shape (n_classes,)
-    n_features_in_ : int
-    feature_names_in_ : ndarray of shape (``n_features_in_``,)
-        Defined when ``X`` has string column names.
+    [[linear_classifier_attributes]]
     feature_names_ : ndarray of str of shape (``n_features_in_``,) or None
         Column names the feature specs were resolved against:
         ``feature_names_in_``, else the ``feature_names`` passed to ``fit``

@@ -54,6 +54,19 @@ def _as_pairs(value, what):
     return pairs
 
 
+
+def _map_scaled_columns(values, kind, fn):
+    """``fn`` on the ``"log"`` columns (``kind == 1``) and ``sign · fn(|·|)`` on the
+    ``"signed-log"`` ones (``kind == 2``) of ``values``, in place; the forward map with
+    ``log1p``, the inverse with ``expm1``."""
+    log, signed = kind == 1, kind == 2
+    if log.any():
+        values[:, log] = fn(values[:, log])
+    if signed.any():
+        part = values[:, signed]
+        values[:, signed] = np.sign(part) * fn(np.abs(part))
+    return values
+
 class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Scale each column from declared bounds ``[low, high]`` to a fixed range, clipping.
 
@@ -253,13 +266,7 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             missing = np.isnan(values)
             if missing.any():
                 values = np.where(missing, plan.fill_row, values)
-        values = np.clip(values, low, high)
-        log, signed = kind == 1, kind == 2
-        if log.any():
-            values[:, log] = np.log1p(values[:, log])
-        if signed.any():
-            part = values[:, signed]
-            values[:, signed] = np.sign(part) * np.log1p(np.abs(part))
+        values = _map_scaled_columns(np.clip(values, low, high), kind, np.log1p)
         out = (values - offset) / scale
         if (a, b) != (0.0, 1.0):  # the default range: exactly the unit map
             out = out * (b - a) + a
@@ -306,13 +313,7 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         values = X.astype(np.float64)
         if (a, b) != (0.0, 1.0):
             values = (values - a) / (b - a)
-        values = values * scale + offset
-        log, signed = kind == 1, kind == 2
-        if log.any():
-            values[:, log] = np.expm1(values[:, log])
-        if signed.any():
-            part = values[:, signed]
-            values[:, signed] = np.sign(part) * np.expm1(np.abs(part))
+        values = _map_scaled_columns(values * scale + offset, kind, np.expm1)
         if flags is not None:
             cols = np.flatnonzero(plan.indicator)
             values[:, cols] = np.where(flags > 0.5, np.nan, values[:, cols])

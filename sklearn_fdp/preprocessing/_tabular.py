@@ -171,22 +171,26 @@ def _numeric_entry(col, spec):
     if not low < high:
         _fail(f"{where}['bounds']", f"needs low < high, got [{low!r}, {high!r}]",
               "Give the column's range as [low, high].")
-    scale = spec.get("scale", "linear")
-    if scale not in _SCALES:
-        _fail(f"{where}['scale']", f"must be one of {list(_SCALES)}, got {scale!r}",
-              "'log' and 'signed-log' suit heavy tails.")
+    scale = _option(where, spec, "scale", "linear", _SCALES,
+                    "'log' and 'signed-log' suit heavy tails.")
     if scale == "log" and low <= -1:
         _fail(f"{where}['scale']", f"'log' (log1p) needs low > -1, got low = {low!r}",
               "Use 'signed-log' (any bounds), shift the column, or 'linear'.")
-    missing = spec.get("missing", "error")
-    if missing not in _MISSING:
-        _fail(f"{where}['missing']", f"must be one of {list(_MISSING)}, got {missing!r}",
-              "'fill' replaces a missing value by fill_value, 'indicator' also adds a 0/1 "
-              "column.")
+    missing = _option(where, spec, "missing", "error", _MISSING,
+                      "'fill' replaces a missing value by fill_value, 'indicator' also adds "
+                      "a 0/1 column.")
     fill = spec.get("fill_value")
     if fill is not None:
         fill = _number(f"{where}['fill_value']", fill, "fill_value")
     return {"bounds": [low, high], "scale": scale, "missing": missing, "fill_value": fill}
+
+
+def _option(where, spec, key, default, options, fix):
+    """``spec[key]`` (``default`` when absent), which must be one of ``options``."""
+    value = spec.get(key, default)
+    if value not in options:
+        _fail(f"{where}[{key!r}]", f"must be one of {list(options)}, got {value!r}", fix)
+    return value
 
 
 def _categorical_entry(col, spec):
@@ -225,11 +229,9 @@ def _categorical_entry(col, spec):
     if dup:
         _fail(f"{where}['categories']", f"lists {dup[0]!r} twice (as strings)",
               "List every category once.")
-    unknown = spec.get("unknown", "ignore")
-    if unknown not in _UNKNOWN:
-        _fail(f"{where}['unknown']", f"must be one of {list(_UNKNOWN)}, got {unknown!r}",
-              "'ignore' encodes an unknown or missing category as all zeros, 'error' "
-              "raises.")
+    unknown = _option(where, spec, "unknown", "ignore", _UNKNOWN,
+                      "'ignore' encodes an unknown or missing category as all zeros, "
+                      "'error' raises.")
     return {"categories": names, "unknown": unknown}
 
 

@@ -608,15 +608,9 @@ def test_feature_names_in_a_private_pipeline():
 
 
 def test_docs_regression_snippets_run(capsys):
-    import pathlib
-    import re
+    from .._helpers import run_doc_blocks
 
-    doc = pathlib.Path(__file__).resolve().parents[2] / "docs" / "regression.md"
-    blocks = re.findall(r"```python\n(.*?)```", doc.read_text(encoding="utf-8"), re.S)
-    assert len(blocks) >= 2
-    namespace = {}
-    for block in blocks:
-        exec(compile(block, str(doc), "exec"), namespace)  # noqa: S102 - our own docs
+    namespace = run_doc_blocks("regression.md", 2)
     out = capsys.readouterr().out
     assert out.count("test R²: ") >= 2
     assert "total epsilon" in out

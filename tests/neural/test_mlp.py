@@ -2,8 +2,6 @@
 
 import io
 import pickle
-import subprocess
-import sys
 from contextlib import redirect_stdout
 
 import numpy as np
@@ -14,6 +12,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_fdp import BudgetExceededError, MLPFeatureDP, accounting
 from sklearn_fdp.exceptions import PrivacyLeakWarning
+
+from .._helpers import call_without
 
 torch = pytest.importorskip("torch")
 
@@ -367,24 +367,9 @@ def test_cuda_requested_without_cuda(data):
 def test_import_without_torch_and_install_hint():
     # A meta-path finder that refuses torch (``sys.modules['torch'] = None``
     # would break SciPy's array-API helpers, which look torch up there).
-    code = (
-        "import sys\n"
-        "class Block:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'torch' or name.startswith('torch.'):\n"
-        "            raise ImportError('no torch here')\n"
-        "sys.meta_path.insert(0, Block())\n"
-        "import sklearn_fdp\n"
-        "from sklearn_fdp import MLPFeatureDP\n"
-        "try:\n"
-        "    MLPFeatureDP()\n"
-        "except ImportError as e:\n"
-        "    print('ERR', e)\n"
-        "assert 'torch' not in sys.modules\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
-    assert "ERR" in out and "pip install '.[torch]'" in out
+    out = call_without("torch", "import sklearn_fdp\nfrom sklearn_fdp import MLPFeatureDP",
+                       "MLPFeatureDP()")
+    assert "ERR" in out and "pip install '.[torch]'" in out and "LOADED False" in out
 
 
 # -- GPU ----------------------------------------------------------------------------------------

@@ -2,8 +2,6 @@
 
 import math
 import pickle
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
@@ -15,6 +13,8 @@ from sklearn.preprocessing import StandardScaler
 
 from sklearn_fdp import MLPFeatureDPRegressor, accounting, privacy_report
 from sklearn_fdp.exceptions import FdpWarning
+
+from .._helpers import call_without
 
 torch = pytest.importorskip("torch")
 
@@ -388,21 +388,8 @@ def test_gpu_fit_stores_cpu_weights(data, method):
 
 
 def test_install_hint_names_the_regressor():
-    code = (
-        "import sys\n"
-        "class Block:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'torch' or name.startswith('torch.'):\n"
-        "            raise ImportError('no torch here')\n"
-        "sys.meta_path.insert(0, Block())\n"
-        "from sklearn_fdp import MLPFeatureDPRegressor\n"
-        "try:\n"
-        "    MLPFeatureDPRegressor(y_bounds=(0, 1))\n"
-        "except ImportError as e:\n"
-        "    print('ERR', e)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
+    out = call_without("torch", "from sklearn_fdp import MLPFeatureDPRegressor",
+                       "MLPFeatureDPRegressor(y_bounds=(0, 1))")
     assert "ERR MLPFeatureDPRegressor needs PyTorch" in out and "pip install '.[torch]'" in out
 
 

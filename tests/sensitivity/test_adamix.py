@@ -130,6 +130,16 @@ def labels_for(n, n_classes, rng):
     return rng.permutation(y)
 
 
+def masked_data(rng, n, d, n_classes, n_public):
+    """``(X, y, mask)``: ``n × d`` standard normals, :func:`labels_for` labels, and the
+    first ``n_public`` rows public."""
+    X = rng.standard_normal((n, d))
+    y = labels_for(n, n_classes, rng)
+    mask = np.zeros(n, dtype=bool)
+    mask[:n_public] = True
+    return X, y, mask
+
+
 def check_remove_one(X, y, mask, removed, params, rng, what=""):
     """Remove each private record of ``removed`` in turn; check the step statistics and
     the release at ``w_ref`` and at arbitrary iterates."""
@@ -188,10 +198,7 @@ def test_remove_one_private_record(data, params, n_classes, pub_frac, seed):
 def _case(name, rng):
     """Hand-built worst cases: ``(X, y, mask, i, params)`` (``i``: the hostile record)."""
     n, d = 12, 4
-    X = rng.standard_normal((n, d))
-    y = labels_for(n, 3, rng)
-    mask = np.zeros(n, dtype=bool)
-    mask[:5] = True
+    X, y, mask = masked_data(rng, n, d, 3, 5)
     i = 7
     params = {}
     if name == "rank-one public, huge mislabelled private":
@@ -254,10 +261,7 @@ def test_public_statistics_ignore_private_rows(params, scale, seed, dtype):
     the noise dimension stay bit-identical."""
     rng = np.random.default_rng(seed)
     n, d = 10, 3
-    X = rng.standard_normal((n, d))
-    y = labels_for(n, 2, rng)
-    mask = np.zeros(n, dtype=bool)
-    mask[:4] = True
+    X, y, mask = masked_data(rng, n, d, 2, 4)
     X2, y2 = X.copy(), y.copy()
     X2[~mask] = rng.standard_normal((n - 4, d)) * scale
     y2[~mask] = 1 - y2[~mask]
@@ -282,11 +286,7 @@ def test_public_statistics_ignore_private_rows(params, scale, seed, dtype):
 def test_drawn_noise_is_the_accounted_noise(params):
     """A real fit: every step draws its noise once, through the oracle, with std σ τ_t in
     the step's subspace, and dp_event_ is T Gaussian mechanisms of noise multiplier σ."""
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((40, 4))
-    y = labels_for(40, 3, rng)
-    mask = np.zeros(40, dtype=bool)
-    mask[:6] = True
+    X, y, mask = masked_data(np.random.default_rng(0), 40, 4, 3, 6)
     seen = []
     draw = _adamix._AdaMixOracle.noise
 
@@ -310,10 +310,7 @@ def test_noise_stream_with_known_random_state(noise):
     """With a known random_state the default noise is reproducible (documented); the
     secure noise must not be: two fits with the same random_state draw different noise."""
     rng = np.random.default_rng(0)
-    X = rng.standard_normal((12, 3))
-    y = labels_for(12, 2, rng)
-    mask = np.zeros(12, dtype=bool)
-    mask[:4] = True
+    X, y, mask = masked_data(rng, 12, 3, 2, 4)
     draws = []
     for _ in range(2):
         oracle, call = build(X, y, mask, random_state=0, noise=noise)
@@ -330,9 +327,6 @@ def test_sparse_input_is_refused():
     """AdaMix is dense-only: a CSR matrix (duplicate, unsorted entries) is refused, so no
     norm is ever computed from uncanonicalised sparse data on this path."""
     rng = np.random.default_rng(0)
-    X = rng.standard_normal((12, 3))
-    y = labels_for(12, 2, rng)
-    mask = np.zeros(12, dtype=bool)
-    mask[:4] = True
+    X, y, mask = masked_data(rng, 12, 3, 2, 4)
     with pytest.raises(TypeError, match="[Ss]parse"):
         AdaMixClassifier(random_state=0).fit(hostile_csr(X, rng), y, public_mask=mask)

@@ -21,6 +21,8 @@ from sklearn_fdp import _kernels as K
 from sklearn_fdp._engine import LinearGradientOracle, LinearLoss
 from sklearn_fdp._mechanisms.fdp import FeatureDPPrivateOracle
 
+from .._reference import nothing_pending
+
 
 def assert_norm_at_most(v, clip, what=""):
     """``‖v‖ ≤ clip``, in float64 and exactly, without slack."""
@@ -126,12 +128,7 @@ def test_lazy_clipped_residuals_rows_times_features_are_at_most_C(rows, clip):
     y = lin.encode(rng.integers(0, max(k, 2), n)).astype(np.float64)
     x_norm_sq = np.einsum("ij,ij->i", X.astype(np.float64), X.astype(np.float64)) + 1.0
     t = 5
-    S = np.zeros((d, k + 1))
-    S[:, :k] = theta[:d]
-    S[:, k] = t
-    q = np.zeros(2)
-    tables = [np.full(1, np.nan) for _ in range(3)]
-    K.catch_up_tables(t, t, q, q, q, False, *tables)
+    S, tables = nothing_pending(theta, d, k, t)
     R = np.empty((n, k))
     K.lazy_clipped_residuals(A.indptr, A.indices, A.data, np.arange(n), y, S, k,
                              theta[d].astype(np.float64), K.loss_code("log_loss", k), x_norm_sq,
