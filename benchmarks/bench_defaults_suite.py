@@ -39,7 +39,9 @@ Regression (where the set has a target): ``ridge_public_only`` (scikit-learn
 (``FeatureDPLinearRegression()``: target private), ``dpsgd_regressor``
 (``DPSGDRegressor(y_bounds=<schema's target bounds>)``; a DP-SGD regressor
 outside the pipeline's declaration hand-over for the target only, since it
-has no protected columns to receive).
+has no protected columns to receive), ``dpsgd_regressor_default``
+(``DPSGDRegressor()`` at its defaults: no ``y_bounds``, the target as it is).
+``fdplr_private`` records ``method_``, the branch ``method="auto"`` took.
 
 Per fit: test accuracy (points) or R², ``epsilon_``, whether the model
 predicts a single class on the test rows (collapsed) and whether ``fit``
@@ -105,7 +107,8 @@ MAX_TRAIN, MAX_TEST = 10_000, 5_000
 TARGET = -0.3  # points: the issue's margin on the REPORT sets
 CLS_LINES = ("public_only", "fdp_label_public", "fdp_label_private", "dpsgd")
 STUDY_LINES = ("fdp_alg1_private", "fdp_dpsgd_private")
-REG_LINES = ("ridge_public_only", "fdplr_label_public", "fdplr_private", "dpsgd_regressor")
+REG_LINES = ("ridge_public_only", "fdplr_label_public", "fdplr_private", "dpsgd_regressor",
+             "dpsgd_regressor_default")
 
 
 def _split(ds, seed, y):
@@ -151,13 +154,19 @@ _LINES = {
     "fdplr_label_public": lambda ds, kw: FeatureDPLinearRegression(label_public=True, **kw),
     "fdplr_private": lambda ds, kw: FeatureDPLinearRegression(**kw),
     "dpsgd_regressor": lambda ds, kw: DPSGDRegressor(y_bounds=ds.reg_bounds, **kw),
+    "dpsgd_regressor_default": lambda ds, kw: DPSGDRegressor(**kw),
 }
 
 
 def _maker(line, ds, eps, seed):
-    """The one-declaration pipeline of a line: the schema preprocessor, then the estimator."""
+    """The one-declaration pipeline of a line: the schema preprocessor, then the estimator.
+
+    ``dpsgd_regressor_default``: the schema without its target bounds (the pipeline would
+    hand them to the estimator), so that DPSGDRegressor trains without ``y_bounds``."""
     est = _LINES[line](ds, dict(epsilon=eps, delta=DELTA, random_state=seed))
-    return lambda: make_private_pipeline(make_tabular_preprocessor(ds.schema), est)
+    schema = _schema_without_target(ds.schema) if line == "dpsgd_regressor_default" \
+        else ds.schema
+    return lambda: make_private_pipeline(make_tabular_preprocessor(schema), est)
 
 
 def run_set(ds, cls_lines, reg_lines, epsilons, seeds, log):
@@ -185,6 +194,8 @@ def run_set(ds, cls_lines, reg_lines, epsilons, seeds, log):
                 rows.append(dict(base, task="cls", line=line, eps=eps,
                                  score=100 * float(np.mean(pred == yte)),
                                  collapsed=bool(np.unique(pred).size == 1),
+                                 test_share=float(np.unique(pred, return_counts=True)[1].max()
+                                                  / pred.size),
                                  collapse_warned=warned, warnings=kinds, cpu=cpu,
                                  epsilon_=float(final.epsilon_),
                                  method=getattr(final, "method_", None)))
@@ -243,6 +254,8 @@ COMPARISONS = (
     ("label-private FDP (default) − DP-SGD (points)", "cls", "fdp_label_private", "dpsgd"),
     ("private-target FDP regression − DPSGDRegressor (R²)", "reg", "fdplr_private",
      "dpsgd_regressor"),
+    ("private-target FDP regression − DPSGDRegressor without y_bounds (R²)", "reg",
+     "fdplr_private", "dpsgd_regressor_default"),
     ("label-public FDP regression − public-only Ridge (R²)", "reg", "fdplr_label_public",
      "ridge_public_only"),
     ("rule study: alg1 − dpsgd, private label (points)", "cls", "fdp_alg1_private",
@@ -269,15 +282,18 @@ def markdown(rows, meta):
            f"(sklearn_fdp {meta['version']}, {meta['fingerprint']['git_head'][:10]}); "
            f"{meta['seeds']} seeds, δ = {DELTA:g}; load average at start / end "
            f"{meta['load_start']} / {meta['load_end']} (a shared machine, 2 cores); "
-           f"{meta['cpu_min']:.1f} CPU min of fits.", "",
+           f"{meta['cpu_min']:.1f} CPU min of fits."
+           + "".join(f" Lines rerun and merged on {m['date']} (`{' '.join(m['argv'])}`; load "
+                     f"{m['load_start']} / {m['load_end']})." for m in meta.get("merged", [])),
+           "",
            "Rules are CHOSEN on the development sets "
            f"({', '.join(DEVELOPMENT)}) and only REPORTED on "
            f"({', '.join(REPORT)}); the split was fixed in `benchmarks/_devsets.py` "
            "(committed before the suite's first run). Large sets subsampled to "
            f"{MAX_TRAIN:,} training / {MAX_TEST:,} test rows per seed.", "",
            "Cells: mean paired difference over seeds [95 % t-interval]. Verdict against "
-           f"the issue's target ({TARGET:+} points, classification; 0 for R² differences "
-           "scaled to points ×100 as well): PASS when the interval lies above it, FAIL "
+           f"the issue's target ({TARGET:+} points; R² differences are scaled ×100 to "
+           "points, and private-target FDP regression − DPSGDRegressor is held to 0): PASS when the interval lies above it, FAIL "
            "when below, NOT SHOWN when it straddles it.", ""]
     for title, task, a, b in COMPARISONS:
         if not any(r["line"] == a for r in rows) or not any(r["line"] == b for r in rows):
@@ -292,7 +308,7 @@ def markdown(rows, meta):
                 iv = paired(rows, s, task, a, b, e)
                 if iv is not None:
                     any_cell = True
-                    thr = TARGET if task == "cls" else TARGET
+                    thr = 0.0 if a == "fdplr_private" else TARGET  # never dominated: >= 0
                     ivs = None if iv is None else {k: (v * scale if k != "n" else v)
                                                    for k, v in iv.items()}
                     cells.append(f"{_cell(ivs)} {_verdict(ivs, thr)}")
@@ -317,15 +333,22 @@ def markdown(rows, meta):
     out += ["## Targets on the report sets", "",
             f"The issue's targets, on the REPORT sets only ({', '.join(REPORT)}): in every "
             f"(set, ε) cell label-public FDP ≥ public-only {TARGET:+} points and label-private "
-            f"FDP ≥ DP-SGD {TARGET:+} points. Counted two ways: the mean paired difference, "
+            f"FDP ≥ DP-SGD {TARGET:+} points; private-target FDP regression ≥ DPSGDRegressor "
+            "(with the schema's y_bounds, and at its defaults without) in R² × 100. Counted two ways: the mean paired difference, "
             "and the verdict of its 95 % interval.", "",
             "| comparison | cells | mean ≥ target | PASS | NOT SHOWN | FAIL |",
             "|---|---|---|---|---|---|"]
-    for title, task, a, b in COMPARISONS[:2]:
+    for title, task, a, b in COMPARISONS[:4]:
+        # Regression: R² × 100 against 0 (the default must be >= the whole-record model).
+        scale, thr = (100.0, 0.0) if a == "fdplr_private" else (1.0, TARGET)
         ivs = [paired(rows, s_, task, a, b, e) for s_ in REPORT for e in eps_list]
-        ivs = [iv for iv in ivs if iv is not None]
-        verdicts = [_verdict(iv, TARGET) for iv in ivs]
-        out.append(f"| {title} | {len(ivs)} | {sum(iv['mean'] >= TARGET for iv in ivs)} | "
+        ivs = [{k: (v * scale if k != "n" else v) for k, v in iv.items()}
+               for iv in ivs if iv is not None]
+        if not ivs:
+            continue
+        verdicts = [_verdict(iv, thr) for iv in ivs]
+        out.append(f"| {title}{' ×100, target ≥ 0' if task == 'reg' else ''} | {len(ivs)} | "
+                   f"{sum(iv['mean'] >= thr for iv in ivs)} | "
                    f"{verdicts.count('PASS')} | {verdicts.count('NOT SHOWN')} | "
                    f"{verdicts.count('FAIL')} |")
     out.append("")
@@ -338,8 +361,11 @@ def markdown(rows, meta):
             f"{len(collapsed)} of {len(fits)} private classification fits collapsed; "
             f"{len(silent)} of them without a CollapseWarning at fit "
             f"({len(report_silent)} on the report sets). {len(warned_ok)} fits that did "
-            "not collapse on the test rows were warned (one class on ≥ 98 % of the "
-            "declared domain, or all of it).", "",
+            "not collapse on the test rows were warned (one class on all of the declared "
+            "domain, on ≥ 98 % of it, or on ≥ 98 % of the training rows' public parts)"
+            + (f"; {sum(r['test_share'] >= 0.95 for r in warned_ok)} of them predicted one "
+               "class on ≥ 95 % of their test rows" if all("test_share" in r for r in warned_ok)
+               else "") + ".", "",
             "| set | line | ε | collapsed / fits | warned |", "|---|---|---|---|---|"]
     keys = sorted({(r["set"], r["line"], r["eps"]) for r in collapsed})
     for s, line, e in keys:
@@ -457,6 +483,10 @@ def main(argv=None):
                     help="the rule study: add the alg1 / dpsgd label-private lines")
     ap.add_argument("--no-reg", action="store_true")
     ap.add_argument("--out", default="defaults_suite")
+    ap.add_argument("--lines", nargs="*", default=None,
+                    help="run only these lines (with --merge: replace their rows in --out's "
+                         "stored JSON and rewrite its Markdown)")
+    ap.add_argument("--merge", action="store_true")
     ap.add_argument("--from-json", action="store_true",
                     help="rewrite the Markdown of --out from its stored JSON (no fits)")
     ap.add_argument("--ybounds", action="store_true",
@@ -490,6 +520,9 @@ def main(argv=None):
         return
     cls_lines = CLS_LINES + (STUDY_LINES if args.study else ())
     reg_lines = () if args.no_reg else REG_LINES
+    if args.lines:
+        cls_lines = tuple(line for line in cls_lines if line in args.lines)
+        reg_lines = tuple(line for line in reg_lines if line in args.lines)
     load_start = [round(x, 2) for x in os.getloadavg()]
     rows = []
     for name in sets:
@@ -503,6 +536,11 @@ def main(argv=None):
                 cpu_min=sum(r.get("cpu", 0.0) for r in rows) / 60,
                 python=platform.python_version(), argv=sys.argv[1:])
     RESULTS.mkdir(exist_ok=True)
+    if args.merge:  # the rerun lines replace theirs; the stored run's meta says so
+        stored = json.loads((RESULTS / f"{args.out}.json").read_text())
+        redone = {(r["set"], r["line"]) for r in rows}
+        rows = [r for r in stored["rows"] if (r["set"], r["line"]) not in redone] + rows
+        meta = dict(stored["meta"], merged=[*stored["meta"].get("merged", []), meta])
     (RESULTS / f"{args.out}.json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1))
     (RESULTS / f"{args.out}.md").write_text(markdown(rows, meta))
     print(markdown(rows, meta))

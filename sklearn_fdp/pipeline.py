@@ -35,7 +35,12 @@ import numpy as np
 from sklearn.pipeline import Pipeline, make_pipeline
 
 from ._collapse import COLLAPSE_ADVICE
-from .preprocessing._declaration import declared_fit_params, domain_collapse, schema_declaration
+from .preprocessing._declaration import (
+    declared_fit_params,
+    domain_collapse,
+    public_rows_collapse,
+    schema_declaration,
+)
 from ._steps import is_private_step, learns_from_data, plan_of
 from .exceptions import CollapseWarning, PrivacyLeakWarning
 from .features import original_column_names
@@ -634,8 +639,12 @@ class PrivatePipeline(Pipeline):
     def _fit_with_names(self, method, X, y, **params):
         # The original column names tell the last step's name specs a one-hot
         # output ("age_young") from a different column ("age_at_diagnosis").
-        with original_column_names(_input_column_names(X)):
-            return self._fit_with_transformed_names(method, X, y, **params)
+        try:
+            with original_column_names(_input_column_names(X)):
+                return self._fit_with_transformed_names(method, X, y, **params)
+        except BaseException:
+            self.__dict__.pop("_collapse_rows", None)  # no training rows left behind
+            raise
 
     def _fit_with_transformed_names(self, method, X, y, **params):
         final_name, final = self.steps[-1]
@@ -651,6 +660,7 @@ class PrivatePipeline(Pipeline):
 
         def fit_with_names(Xt, y=None, **kw):
             # The transformers are fitted in place by now (Pipeline._fit).
+            pipeline._collapse_rows = Xt  # for the collapse check of _audit, then dropped
             names = pipeline._head_feature_names(Xt)
             if with_names:
                 kw = dict(kw, feature_names=names)
@@ -697,7 +707,8 @@ class PrivatePipeline(Pipeline):
         return names if len(names) == Xt.shape[1] else None
 
     def _audit(self):
-        self._warn_domain_collapse()
+        rows = self.__dict__.pop("_collapse_rows", None)  # never kept on the fitted pipeline
+        self._warn_domain_collapse(rows)
         self.preprocessing_audit_, split, self.protected_input_columns_ = _trace(self)
         final = type(self.steps[-1][1]).__name__
         if split:
@@ -707,20 +718,30 @@ class PrivatePipeline(Pipeline):
                 warnings.warn(_leak_message(step, final), PrivacyLeakWarning, stacklevel=3)
 
 
-    def _warn_domain_collapse(self):
-        # Released weights and declared bounds only: post-processing, free.
-        found = domain_collapse(self)
+    def _warn_domain_collapse(self, rows=None):
+        # Released weights and declared bounds (post-processing, free), then the training
+        # rows' public columns with the protected ones drawn over their declared domain
+        # (columns declared public: never a protected value or the label).
+        found, on_rows = domain_collapse(self), False
+        if found is None:
+            found, on_rows = public_rows_collapse(self, rows), True
         if found is None:
             return
         label, share = found
         final = self.steps[-1][1]
         label = label.item() if hasattr(label, "item") else label
-        where = ("every row of" if share == 1.0 else
-                 f"{100 * share:.1f} % of rows drawn uniformly from")
+        if on_rows:
+            where = (f"{100 * share:.1f} % of the training rows' public parts (their public "
+                     "columns, the protected ones drawn over the declared domain; read from "
+                     "the columns declared public only)")
+        else:
+            where = ("every row of" if share == 1.0 else
+                     f"{100 * share:.1f} % of rows drawn uniformly from") + (
+                " the declared input domain (its released weights over the schema's bounds "
+                "and categories)")
         warnings.warn(
-            f"{type(final).__name__} predicts the single class {label!r} on {where} the "
-            "declared input domain (its released weights over the schema's bounds and "
-            f"categories): the noise likely drowned the signal. {COLLAPSE_ADVICE}",
+            f"{type(final).__name__} predicts the single class {label!r} on {where}: the "
+            f"noise likely drowned the signal. {COLLAPSE_ADVICE}",
             CollapseWarning, stacklevel=4)
 
 

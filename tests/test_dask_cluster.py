@@ -382,6 +382,7 @@ def test_sensitivity_on_the_partition_path(cluster, label_public, scale):
     y = rng.standard_normal(n) * 1e6
     chunks = ((20, 20, 20), (d,))
     est = FeatureDPLinearRegression(private_features=[0, 1], y_bounds=(-1, 1),
+                                    method="sufficient_statistic",
                                     label_public=label_public, epsilon=None,
                                     noise_multiplier=1.0, delta=1e-3, random_state=0)
     import warnings

@@ -21,7 +21,11 @@ from sklearn_fdp import (
     FeatureDPLogisticRegression,
     check_collapse,
 )
-from sklearn_fdp.preprocessing._declaration import TabularPreprocessor, domain_collapse
+from sklearn_fdp.preprocessing._declaration import (
+    TabularPreprocessor,
+    domain_collapse,
+    public_rows_collapse,
+)
 from sklearn_fdp.exceptions import CollapseWarning, FdpWarning
 from sklearn_fdp.pipeline import make_private_pipeline
 from sklearn_fdp.preprocessing import make_tabular_preprocessor, row_norm_bounds
@@ -162,6 +166,73 @@ def test_collapsed_fit_warns_at_fit():
                                              r"input domain.*label_public=True"):
         pipe.fit(X, y)
     assert np.unique(pipe.predict(X)).tolist() == [0]
+
+
+def _corner_data(n=400, seed=2):
+    """Rows whose public ``hours`` lie in [0, 20] of its declared [0, 99] (as the silent
+    collapses of issue 32's suite: test rows in a small part of the declared domain)."""
+    X, y, _ = _data(n, seed)
+    X["hours"] = np.random.default_rng(seed).uniform(0, 20, n)
+    return X, y
+
+
+def _hours_model(pipe, weight=200.0, intercept=-60.0):
+    """Released weights: class 1 only where hours > 60 % of the range; a large weight on the
+    protected ``age`` (which the check must never read)."""
+    final, names = pipe[-1], _names(pipe)
+    final.coef_ = np.zeros_like(final.coef_)
+    final.coef_[0, names.index("num__hours")] = weight
+    final.coef_[0, names.index("protected_num__age")] = 1.0
+    final.intercept_ = np.array([intercept])
+
+
+@pytest.mark.parametrize("estimator", [DPSGDClassifier, FeatureDPLogisticRegression])
+def test_collapse_where_the_data_lie_is_found_from_public_columns(estimator):
+    """Issue 32 (ii): a model that predicts one class on every training row but two over
+    the uniform declared domain. The rows' public columns show it; protected values are
+    never read (changing them changes nothing)."""
+    X, y = _corner_data()
+    pipe = make_private_pipeline(make_tabular_preprocessor(SCHEMA),
+                                 estimator(epsilon=1.0, random_state=0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe.fit(X, y)
+    assert "_collapse_rows" not in pipe.__dict__  # the training rows are not kept
+    _hours_model(pipe)
+    assert np.unique(pipe.predict(X)).tolist() == [0]
+    assert domain_collapse(pipe) is None  # the uniform domain: two classes
+    Xt = pipe[0].transform(X)
+    label, share = public_rows_collapse(pipe, Xt)
+    assert (label, share) == (0, 1.0)
+    X_other = X.assign(age=90, sex="F")  # every protected value changed
+    assert public_rows_collapse(pipe, pipe[0].transform(X_other)) == (label, share)
+    with pytest.warns(CollapseWarning, match=r"single class 0 on 100.0 % of the training "
+                                             r"rows' public parts.*label_public=True"):
+        pipe._warn_domain_collapse(Xt)
+    # A model that separates the rows does not warn.
+    _hours_model(pipe, weight=200.0, intercept=-10.0)
+    assert public_rows_collapse(pipe, Xt) is None
+
+
+class _ReleasesHoursModel(FeatureDPLogisticRegression):
+    """A fit whose released weights are :func:`_hours_model`'s (a stand-in for a noisy fit
+    that collapsed where the data lie)."""
+
+    def fit(self, X, y, feature_names=None):
+        super().fit(X, y, feature_names=feature_names)
+        self.coef_ = np.zeros_like(self.coef_)
+        self.coef_[0, list(feature_names).index("num__hours")] = 200.0
+        self.intercept_ = np.array([-60.0])
+        return self
+
+
+def test_collapse_where_the_data_lie_warns_at_fit():
+    X, y = _corner_data()
+    pipe = make_private_pipeline(make_tabular_preprocessor(SCHEMA),
+                                 _ReleasesHoursModel(epsilon=1.0, random_state=0))
+    with pytest.warns(CollapseWarning, match="training rows' public parts"):
+        pipe.fit(X, y)
+    assert "_collapse_rows" not in pipe.__dict__
 
 
 def test_check_collapse_advice_names_label_public():

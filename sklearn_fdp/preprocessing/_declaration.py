@@ -343,3 +343,61 @@ def domain_collapse(pipeline):
     if share >= DOMAIN_SHARE:
         return values[int(np.argmax(counts))], share
     return None
+
+
+# Training rows the public-rows check predicts on at most (a subsample chosen by a
+# fixed seed: data-independent).
+_PUBLIC_ROWS = 4096
+
+
+def public_rows_collapse(pipeline, Xt):
+    """``(class, share)`` when a fitted linear classifier predicts one class on at least
+    :data:`DOMAIN_SHARE` of the training rows' public parts, else None.
+
+    ``Xt``: the rows the last step was trained on (the schema preprocessor's
+    output). Each row keeps its public columns and gets its protected ones
+    drawn uniformly from their declared domain (a fixed seed), so the check
+    reads the released weights, the declared domain and the columns declared
+    public only: never a protected value or the label (issue 32: the uniform
+    domain of :func:`domain_collapse` misses a model that predicts one class
+    where the data lie, the public columns show where they lie). The public
+    columns are the estimator's ``public_mask_`` (feature DP: public by
+    declaration, free), else those the schema does not protect.
+    """
+    steps = getattr(pipeline, "steps", None)
+    if Xt is None or not steps or len(steps) < 2 \
+            or not isinstance(steps[-2][1], TabularPreprocessor):
+        return None
+    pre, final = steps[-2][1], steps[-1][1]
+    coef, classes = getattr(final, "coef_", None), getattr(final, "classes_", None)
+    if coef is None or classes is None or len(classes) < 2 or not hasattr(final, "predict"):
+        return None
+    groups, factor = _domain_groups(pre)
+    if groups is None:
+        return None
+    n_rows, n_features = Xt.shape
+    public = getattr(final, "public_mask_", None)
+    if public is None:
+        declaration = pre.declaration or {}
+        try:
+            names = [str(n) for n in pre.get_feature_names_out()]
+            public = _outputs_of(list(declaration.get("protected") or []), n_features, names,
+                                 type(final).__name__)
+        except Exception:  # noqa: BLE001 - no declared split: nothing public to read
+            return None
+    public = np.asarray(public, dtype=bool)
+    if public.shape != (n_features,) or not public.any():
+        return None
+    take = np.arange(n_rows)
+    if n_rows > _PUBLIC_ROWS:
+        take = np.sort(np.random.default_rng(1).choice(n_rows, _PUBLIC_ROWS, replace=False))
+    rows = Xt[take] if not hasattr(Xt, "iloc") else Xt.iloc[take]
+    rows = rows.toarray() if hasattr(rows, "toarray") else np.array(rows, dtype=float)
+    drawn = _domain_sample(groups, factor, n_features, n_draws=take.size)
+    rows[:, ~public] = drawn[:, ~public]
+    pred = final.predict(rows)
+    values, counts = np.unique(pred, return_counts=True)
+    share = float(counts.max() / pred.size)
+    if share >= DOMAIN_SHARE:
+        return values[int(np.argmax(counts))], share
+    return None

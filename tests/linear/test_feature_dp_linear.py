@@ -616,3 +616,90 @@ def test_docs_regression_snippets_run(capsys):
     assert "total epsilon" in out
     assert "the label only (label DP" in out
     assert namespace["model"][-1].epsilon_ <= 0.1
+
+
+# ========================================= method: never dominated by DP-SGD (issue 32)
+
+
+def _unit_target_data(n=400, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-0.3, 0.3, (n, 4))
+    y = np.clip(0.4 + X @ [0.5, -0.5, 0.2, 0.1] + 0.05 * rng.standard_normal(n), 0.0, 1.0)
+    return X, y
+
+
+@pytest.mark.parametrize(("kwargs", "expected"), [
+    (dict(private_features=PRIVATE, y_bounds=(0.0, 1.0)), "dpsgd"),
+    (dict(private_features=PRIVATE, y_bounds=(-1.0, 1.0)), "dpsgd"),
+    (dict(private_features=PRIVATE, y_bounds=(-1.0, 1.0 + 1e-9)), "sufficient_statistic"),
+    (dict(private_features=PRIVATE, y_bounds=(0.0, 20.0)), "sufficient_statistic"),
+    (dict(private_features=PRIVATE, y_bounds=(0.0, 1.0), label_public=True),
+     "sufficient_statistic"),
+    (dict(private_features=[], y_bounds=(0.0, 1.0)), "sufficient_statistic"),  # label DP
+    (dict(private_features=PRIVATE, y_bounds=(0.0, 20.0), method="dpsgd"), "dpsgd"),
+    (dict(private_features=PRIVATE, y_bounds=(0.0, 1.0), method="sufficient_statistic"),
+     "sufficient_statistic"),
+])
+def test_auto_method_rule(kwargs, expected):
+    """The auto rule: DP-SGD on the whole record iff the target and some column are private
+    and y_bounds lies within [-1, 1]; the plan (public) and the fit say the same."""
+    X, y = _unit_target_data()
+    est = FeatureDPLinearRegression(epsilon=1.0, random_state=0, **kwargs)
+    assert est.privacy_plan(*X.shape).details["method"] == expected
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FdpWarning)
+        est.fit(X, y)
+    assert est.method_ == expected == est.privacy_plan_.details["method"]
+    mechanism = est.privacy_plan_.details["mechanism"]
+    assert ("DP-SGD on the whole record" in mechanism) == (expected == "dpsgd")
+    assert ("DP-SGD on the whole record" in est.privacy_plan_.description) == (
+        expected == "dpsgd")
+
+
+@pytest.mark.parametrize("neighboring", ["add_remove", "replace"])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_whole_record_branch_is_dpsgd_regressor_bit_for_bit(neighboring, fit_intercept):
+    from sklearn_fdp import DPSGDRegressor
+
+    X, y = _unit_target_data()
+    kw = dict(epsilon=0.5, delta=1e-5, neighboring=neighboring, fit_intercept=fit_intercept,
+              random_state=3)
+    fdp = FeatureDPLinearRegression(private_features=PRIVATE, y_bounds=(0.0, 1.0), **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FdpWarning)  # DPSGDRegressor: no y_bounds given
+        ref = DPSGDRegressor(**kw).fit(X, y)
+    fdp.fit(X, y)
+    assert fdp.method_ == "dpsgd"
+    np.testing.assert_array_equal(fdp.coef_, ref.coef_)
+    assert fdp.intercept_ == (float(ref.intercept_[0]) if fit_intercept else 0.0)
+    assert fdp.epsilon_ == ref.epsilon_ and fdp.noise_multiplier_ == ref.noise_multiplier_
+    assert fdp.accountant_ == ref.accountant_
+    assert repr(fdp.dp_event_) == repr(ref.dp_event_)
+    assert fdp.privacy_plan_.schedule == ref.privacy_plan_.schedule
+    assert fdp.privacy_plan_.label_protected
+    assert fdp.block_noise_std_ == {}
+    # predict clips to y_bounds (post-processing): never further from y than DPSGDRegressor
+    Xt = X * 5.0
+    np.testing.assert_array_equal(fdp.predict(Xt), np.clip(ref.predict(Xt), 0.0, 1.0))
+
+
+def test_whole_record_branch_clips_the_target_and_warns():
+    X, y = _unit_target_data()
+    y_out = y.copy()
+    y_out[:3] = [5.0, -7.0, 1e6]
+    est = FeatureDPLinearRegression(private_features=PRIVATE, y_bounds=(0.0, 1.0),
+                                    epsilon=1.0, random_state=0)
+    with pytest.warns(FdpWarning, match="3 of 400"):
+        est.fit(X, y_out)
+    ref = FeatureDPLinearRegression(private_features=PRIVATE, y_bounds=(0.0, 1.0),
+                                    epsilon=1.0, random_state=0).fit(X, np.clip(y_out, 0, 1))
+    np.testing.assert_array_equal(est.coef_, ref.coef_)
+    assert y_out[2] == 1e6  # the input is not modified
+
+
+def test_dpsgd_method_refuses_a_public_target():
+    X, y = _unit_target_data()
+    est = FeatureDPLinearRegression(private_features=PRIVATE, y_bounds=(0.0, 1.0),
+                                    label_public=True, method="dpsgd")
+    with pytest.raises(ValueError, match="label_public=True declares the target public"):
+        est.fit(X, y)

@@ -81,12 +81,14 @@ def released_vector(est, X, y):
 
 def _estimator(private_idx, *, label_public, neighboring, y_bounds, bounds, fit_intercept=True,
                noise_multiplier=1.0):
+    # The release of the normal equations (method="auto" would run DP-SGD for a target
+    # within [-1, 1]: tests/linear/test_feature_dp_linear.py checks that branch).
     # A small σ is a huge ε, which the PLD accountant takes long to discretise: the
     # closed form then (the release is the same; only epsilon_ is computed otherwise).
     return FeatureDPLinearRegression(
         private_features=[int(j) for j in private_idx], label_public=label_public,
         y_bounds=y_bounds, row_norm_bounds=bounds, fit_intercept=fit_intercept,
-        epsilon=None, noise_multiplier=noise_multiplier, neighboring=neighboring, delta=1e-3,
+        method="sufficient_statistic", epsilon=None, noise_multiplier=noise_multiplier, neighboring=neighboring, delta=1e-3,
         accountant="pld" if noise_multiplier >= 1.0 else "auto", random_state=0)
 
 
@@ -266,3 +268,56 @@ def test_negating_an_extreme_record_moves_the_release_by_the_computed_amount(lab
                          + (w[rhs] * qy) ** 2)
     assert np.linalg.norm(va - vc) == pytest.approx(expected, rel=1e-12)
     assert expected <= 2.0
+
+
+# ====================================================== method="dpsgd" (whole record)
+#
+# With a private target, private columns and y_bounds within [-1, 1], method="auto"
+# runs DPSGDRegressor's fit on the whole record (tests/linear/test_feature_dp_linear.py:
+# bit for bit). Its release is DP-SGD's clipped sum; under this estimator's relations
+# (Def. 6: remove a record; Def. 5: replace its protected values and its target) it
+# moves by at most C and 2C, whatever the scales (targets far outside y_bounds too).
+
+
+def _whole_record_oracle(est, X, y):
+    """The per-example gradient oracle and engine config that ``est.fit`` hands to DP-SGD."""
+    from sklearn_fdp.linear import _whole_record
+
+    seen = {}
+
+    def capture(theta0, oracle, n_samples, config, **kwargs):
+        seen.update(oracle=oracle, config=config, n=n_samples)
+        raise _Stop
+
+    with mock.patch.object(_whole_record, "run_dp_sgd", capture), pytest.raises(_Stop), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore", FdpWarning)  # rows above norm 1, targets clipped
+        est.fit(X, y)
+    assert seen["n"] == X.shape[0]
+    return seen["oracle"], seen["config"]
+
+
+@pytest.mark.parametrize("neighboring", ["add_remove", "replace"])
+@pytest.mark.parametrize("scale", [1e-6, 1.0, 1e4, 1e12])
+def test_whole_record_branch_moves_by_at_most_c_or_2c(neighboring, scale):
+    rng = np.random.default_rng(7)
+    n, d = 30, 4
+    X = rng.standard_normal((n, d)) * scale
+    y = rng.standard_normal(n) * 1e6  # far outside y_bounds: clipped to it
+    est = FeatureDPLinearRegression(private_features=[0, 1], y_bounds=(0.0, 1.0),
+                                    epsilon=1.0, neighboring=neighboring, random_state=0)
+    oracle, config = _whole_record_oracle(est, X, y)
+    clip = config.max_grad_norm
+    assert clip == 1.0
+    theta = rng.standard_normal((d + 1, 1))
+    full = oracle(np.arange(n), theta)
+    for i in (0, 13, n - 1):
+        if neighboring == "add_remove":  # the oracle of D minus record i
+            other, bound = oracle(np.r_[0:i, i + 1:n], theta), clip
+        else:  # record i's protected values and target replaced (extreme values)
+            X2 = replace_columns(X, i, [0, 1], [1e30 * scale, -1e30 * scale])
+            y2 = replace_label(y, i, -1e300)
+            oracle2, _ = _whole_record_oracle(est, X2, y2)
+            other, bound = oracle2(np.arange(n), theta), 2 * clip
+        assert_sensitivity(full, other, bound, n_terms=n, clip=clip, dtype=np.float64,
+                           what=f"method='dpsgd', {neighboring}, scale {scale:g}")
