@@ -362,7 +362,10 @@ def public_rows_collapse(pipeline, Xt):
     domain of :func:`domain_collapse` misses a model that predicts one class
     where the data lie, the public columns show where they lie). The public
     columns are the estimator's ``public_mask_`` (feature DP: public by
-    declaration, free), else those the schema does not protect.
+    declaration, free). An estimator without one (``DPSGDClassifier``:
+    whole-record DP) has no public column: every column of a training row is
+    inside its guarantee, so a warning computed from them would print a bit of
+    private data that no accountant saw. It gets the domain check only.
     """
     steps = getattr(pipeline, "steps", None)
     if Xt is None or not steps or len(steps) < 2 \
@@ -377,14 +380,8 @@ def public_rows_collapse(pipeline, Xt):
         return None
     n_rows, n_features = Xt.shape
     public = getattr(final, "public_mask_", None)
-    if public is None:
-        declaration = pre.declaration or {}
-        try:
-            names = [str(n) for n in pre.get_feature_names_out()]
-            public = _outputs_of(list(declaration.get("protected") or []), n_features, names,
-                                 type(final).__name__)
-        except Exception:  # noqa: BLE001 - no declared split: nothing public to read
-            return None
+    if public is None:  # whole-record DP: no column is public
+        return None
     public = np.asarray(public, dtype=bool)
     if public.shape != (n_features,) or not public.any():
         return None
