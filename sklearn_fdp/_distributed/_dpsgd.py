@@ -57,10 +57,12 @@ fitting process (docs/scale.md, "Trust model").
 import numpy as np
 import scipy.sparse as sp
 
-from ._partitions import active_client, check_partitioned, validate_partition
+from .._outofcore import is_dask_array, training_dtype
+from ._partitions import active_client, validate_partition
 
-__all__ = ["ClusterGradientOracle", "ClusterPublicOracle", "cluster_alg1_oracles", "cluster_input",
-           "linear_oracle", "prepared_partitions", "weights_dtype"]
+__all__ = ["ClusterGradientOracle", "ClusterPublicOracle", "cluster_alg1_oracles",
+           "cluster_alg1_start", "cluster_linear_oracle", "cluster_public_scale", "linear_oracle",
+           "prepared_partitions", "refuse_cluster_pretraining", "weights_dtype"]
 
 # Batches drawn ahead of the step being computed (each a set of gather tasks).
 PREFETCH_DEPTH = 2
@@ -77,8 +79,8 @@ class _Part:
         return self.X.shape[0]
 
 
-def _prepare(X, y, name, encode, accept_sparse):
-    X, y = validate_partition(X, y, name, y_numeric=False, accept_sparse=accept_sparse)
+def _prepare(X, y, name, encode, y_numeric):
+    X, y = validate_partition(X, y, name, y_numeric=y_numeric)
     if y is not None and encode is not None:
         y = encode(y)
     return _Part(X, y)
@@ -88,13 +90,13 @@ def _describe(part):
     return len(part), bool(sp.issparse(part.X))
 
 
-def prepared_partitions(estimator, X, y, *, encode=None, accept_sparse=True):
+def prepared_partitions(estimator, X, y, *, encode=None):
     """``(futures, offsets, sparse)`` of ``X``'s validated partitions, held on the cluster.
 
     ``X`` and ``y`` as :func:`~sklearn_fdp._distributed.check_partitioned`
-    returns them (``y`` numeric; class indices for a classifier) ;
-    ``encode`` maps a partition's targets on its worker (e.g.
-    ``LinearLoss.encode``). Every partition is validated with the in-memory
+    returns them (class indices of a classifier, or a float regression
+    target, checked finite); ``encode`` maps a partition's targets on its
+    worker (e.g. ``LinearLoss.encode``). Every partition is validated with the in-memory
     rules on its worker (:func:`~sklearn_fdp._distributed.validate_partition`)
     before this returns, and its row count checked against ``X``'s chunks.
     """
@@ -104,7 +106,8 @@ def prepared_partitions(estimator, X, y, *, encode=None, accept_sparse=True):
     name = type(estimator).__name__
     xs = list(X.to_delayed().ravel())
     ys = [None] * len(xs) if y is None else list(y.to_delayed().ravel())
-    parts = client.compute([dask.delayed(_prepare, pure=True)(xb, yb, name, encode, accept_sparse)
+    y_numeric = y is not None and y.dtype.kind == "f"
+    parts = client.compute([dask.delayed(_prepare, pure=True)(xb, yb, name, encode, y_numeric)
                             for xb, yb in zip(xs, ys)])
     described = _gather(client, [client.submit(_describe, p, pure=False) for p in parts],
                         "the validation of X's partitions")
@@ -340,16 +343,108 @@ def _alg1_public_local(X, y, cols, loss, public_mask, label_public, fit_intercep
     return _SumOfMean(oracle)
 
 
-def cluster_linear_oracle(estimator, X, y, loss, fit_intercept, max_grad_norm):
+def cluster_linear_oracle(estimator, X, y, loss, fit_intercept, max_grad_norm, *, encoded=False):
     """:class:`ClusterGradientOracle` of a linear model's clipped per-example gradients.
 
-    ``y``: the targets (class indices, or the regression target), a dask
-    array with ``X``'s row chunks; encoded on the workers by ``loss``.
+    ``y``: the targets (class indices, or the regression target; already
+    ``loss.encode``-d when ``encoded``), a dask array with ``X``'s row
+    chunks; encoded on the workers.
     """
-    parts, offsets, sparse = prepared_partitions(estimator, X, y, encode=loss.encode)
+    parts, offsets, sparse = prepared_partitions(estimator, X, y,
+                                                 encode=None if encoded else loss.encode)
     return ClusterGradientOracle(parts, offsets, sparse, X.shape[1], fit_intercept,
                                  max_grad_norm,
                                  (_linear_local, (loss, fit_intercept, max_grad_norm)))
+
+
+def linear_oracle(estimator, X, target, loss, fit_intercept, max_grad_norm, *, encoded=False):
+    """The private oracle of a linear DP-SGD run: on the cluster for a dask ``X``, else in process.
+
+    A dask array reaches here only on the cluster path (otherwise validation
+    has made it an in-memory array or a row source). ``target``: class
+    indices or the regression target (``encoded``: already
+    ``loss.encode``-d).
+    """
+    from .._engine import LinearGradientOracle
+
+    if is_dask_array(X):
+        return cluster_linear_oracle(estimator, X, target, loss, fit_intercept, max_grad_norm,
+                                     encoded=encoded)
+    y = target if encoded else loss.encode(target)
+    return LinearGradientOracle(X, y, loss, fit_intercept, max_grad_norm)
+
+
+def weights_dtype(estimator, X):
+    """The dtype of the weights of a fit on ``X`` (a dask array's training dtype)."""
+    return training_dtype(X.dtype, type(estimator).__name__) if is_dask_array(X) else X.dtype
+
+
+def refuse_cluster_pretraining(estimator):
+    """Raise when a cluster fit would pretrain on the public columns (it reads them in memory).
+
+    ``public_epochs="auto"`` with a private label and ``public_epochs=0``
+    start from zeros and run on the cluster; the other settings pretrain in
+    the fitting process (a minimiser over all rows, or SGD over uniform
+    batches) and are not distributed.
+    """
+    epochs = estimator.public_epochs
+    if (epochs == "auto" and estimator.label_public) or (epochs != "auto" and epochs > 0):
+        raise ValueError(
+            f"public_epochs={epochs!r} of {type(estimator).__name__} pretrains on the public "
+            "columns in the fitting process, which a dask.distributed fit does not do: set "
+            "public_epochs=0 (or pretrain separately and start from it), or fit without an "
+            "active Client.")
+
+
+def _public_norms(X, y, name, cols):
+    from .._outofcore import column_subset_squared_norms
+
+    X, _ = validate_partition(X, None, name)
+    norms = column_subset_squared_norms(X, cols)
+    return (float(norms.max()) if len(norms) else 0.0), X.shape[0]
+
+
+def _max_count(a, b):
+    return max(a[0], b[0]), a[1] + b[1]
+
+
+def cluster_public_scale(estimator, X, public_mask):
+    """``(X / f, f)`` as ``rescaled_for_public_steps``, with the norms computed on the workers.
+
+    The factor is the largest public row norm (if above 1): a maximum, the
+    same whatever the order, so the in-process factor exactly. ``X / f`` is
+    a lazy map of the partitions by the in-process division.
+    """
+    from .._mechanisms.fdp import _PUBLIC_NORM_SLACK, _divide
+    from ._partitions import tree_reduce
+
+    cols = np.flatnonzero(public_mask)
+    if len(cols) == 0:
+        return X, 1.0
+    largest_sq, _ = tree_reduce(_public_norms, X, None, (type(estimator).__name__, cols),
+                                what="the public rows' norms", combine=_max_count)
+    largest = float(np.sqrt(largest_sq))
+    if not largest > 1.0 + _PUBLIC_NORM_SLACK:
+        return X, 1.0
+    return X.map_blocks(_divide, largest, dtype=X.dtype), largest
+
+
+def cluster_alg1_start(estimator, X, y, loss, theta0, *, public_mask, label_public, public_loss,
+                       fit_intercept, max_grad_norm, public_batch_size, public_rng, noise):
+    """``(scale, private, public, θ0)`` of FDP Algorithm 1 on the cluster (no pretraining).
+
+    The in-process ``_fit_alg1`` steps: the public scale, the two oracles
+    (:func:`cluster_alg1_oracles`), and the start ``theta0`` (the cluster
+    path does not pretrain: :func:`refuse_cluster_pretraining`). ``y``:
+    encoded targets.
+    """
+    refuse_cluster_pretraining(estimator)
+    X, scale = cluster_public_scale(estimator, X, public_mask)
+    private, public = cluster_alg1_oracles(
+        estimator, X, y, loss, public_mask=public_mask, label_public=label_public,
+        public_loss=public_loss, fit_intercept=fit_intercept, max_grad_norm=max_grad_norm,
+        public_batch_size=public_batch_size, public_rng=public_rng, noise=noise)
+    return scale, private, public, theta0
 
 
 def cluster_alg1_oracles(estimator, X, y, loss, *, public_mask, label_public, public_loss,
@@ -357,10 +452,10 @@ def cluster_alg1_oracles(estimator, X, y, loss, *, public_mask, label_public, pu
     """FDP Algorithm 1's ``(private, public)`` oracles on the cluster (``public_loss="mask"``).
 
     The public batches come from the first of the three children of
-    ``public_rng`` that :func:`~sklearn_fdp._mechanisms.fdp.alg1_oracles`
-    spawns, so they are the in-process fit's. ``"gaussian_pad"`` draws a
-    private padding per batch row in the fitting process and is not run on
-    a cluster (it raises).
+    ``public_rng`` that ``alg1_oracles`` spawns, so they are the in-process
+    fit's. ``"gaussian_pad"`` draws a private padding per batch row in the
+    fitting process and is not run on a cluster (it raises). ``y``: encoded
+    targets.
     """
     from .._engine import UniformSampler
 
@@ -370,7 +465,7 @@ def cluster_alg1_oracles(estimator, X, y, loss, *, public_mask, label_public, pu
             "dask.distributed cluster (its private padding is drawn per batch row in the "
             "fitting process); use public_loss='mask', or fit without an active Client.")
     sample_rng = public_rng.spawn(3)[0]
-    parts, offsets, sparse = prepared_partitions(estimator, X, y, encode=loss.encode)
+    parts, offsets, sparse = prepared_partitions(estimator, X, y)
     mask = np.asarray(public_mask, dtype=bool)
     private = ClusterGradientOracle(
         parts, offsets, sparse, X.shape[1], fit_intercept, max_grad_norm,
@@ -380,40 +475,3 @@ def cluster_alg1_oracles(estimator, X, y, loss, *, public_mask, label_public, pu
         (_alg1_public_local, (loss, mask, label_public, fit_intercept)),
         UniformSampler(int(X.shape[0]), public_batch_size, sample_rng))
     return private, public
-
-
-def cluster_input(estimator, X, y, *, classifier=True):
-    """``(X, classes, y)`` of a cluster fit: the checks that need no data, labels encoded.
-
-    Classifiers get class indices per partition
-    (:func:`~sklearn_fdp._distributed.partitioned_labels`); regressors the
-    numeric target with ``X``'s chunks (``classes`` None).
-    """
-    from ._partitions import partitioned_labels
-
-    if classifier:
-        return partitioned_labels(estimator, X, y)
-    X, y = check_partitioned(estimator, X, y)
-    return X, None, y
-
-
-def linear_oracle(estimator, X, target, loss, fit_intercept, max_grad_norm):
-    """The private oracle of a linear DP-SGD run: on the cluster for a dask ``X``, else in process.
-
-    A dask array reaches here only on the cluster path (otherwise validation
-    has made it an in-memory array or a row source). ``target``: class
-    indices or the regression target, not yet encoded.
-    """
-    from .._engine import LinearGradientOracle
-    from .._outofcore import is_dask_array
-
-    if is_dask_array(X):
-        return cluster_linear_oracle(estimator, X, target, loss, fit_intercept, max_grad_norm)
-    return LinearGradientOracle(X, loss.encode(target), loss, fit_intercept, max_grad_norm)
-
-
-def weights_dtype(estimator, X):
-    """The dtype of the weights of a fit on ``X`` (a dask array's training dtype)."""
-    from .._outofcore import is_dask_array, training_dtype
-
-    return training_dtype(X.dtype, type(estimator).__name__) if is_dask_array(X) else X.dtype
