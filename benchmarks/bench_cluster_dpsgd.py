@@ -35,7 +35,9 @@ single-threaded everywhere, the whole run under ``nice``):
 Writes ``benchmarks/results/cluster_dpsgd.json`` and ``cluster_dpsgd.md``,
 with the load average before and after (the machine is shared).
 
-Quoted in: docs/scale.md (§5).
+Quoted in (the sections whose figures come from these files):
+
+* docs/scale.md § "5. DP-SGD on a cluster"
 """
 
 import os

@@ -145,10 +145,15 @@ class _Batch:
         self.cols = None
         if sp.issparse(X):
             X = sp.csr_matrix(X)
-            cols = np.unique(X.indices)
-            # Indices renumbered into the touched columns: still sorted per row.
-            X = sp.csr_matrix((X.data, np.searchsorted(cols, X.indices).astype(X.indices.dtype),
-                               X.indptr), shape=(X.shape[0], cols.size))
+            # The touched columns (a mask: O(nnz + d), no sort), and the indices
+            # renumbered into them (a monotone map: still sorted per row).
+            touched = np.zeros(X.shape[1], dtype=bool)
+            touched[X.indices] = True
+            cols = np.flatnonzero(touched)
+            position = np.empty(X.shape[1], dtype=X.indices.dtype)
+            position[cols] = np.arange(cols.size, dtype=X.indices.dtype)
+            X = sp.csr_matrix((X.data, position[X.indices], X.indptr),
+                              shape=(X.shape[0], cols.size))
             self.cols = cols
         self.X = X
 
