@@ -38,11 +38,9 @@ observed differences of 1e-15 and a noise of order 1).
 """
 
 import concurrent.futures
-import logging
 import math
 import os
 import signal
-import sys
 import time
 import warnings
 
@@ -65,23 +63,15 @@ from sklearn_fdp._distributed._dpsgd import ClusterGradientOracle  # noqa: E402
 from sklearn_fdp._engine import _noise  # noqa: E402
 from sklearn_fdp.audit import canary_audit_one_run  # noqa: E402
 
+from ._cluster import local_cluster  # noqa: E402
+
 U = np.finfo(np.float64).eps / 2
 
 
 @pytest.fixture(scope="module")
 def cluster():
-    import cloudpickle
-
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None, silence_logs=logging.CRITICAL)
-    client = distributed.Client(cluster)
-    try:
-        yield cluster, client
-    finally:
-        client.close()
-        cluster.close()
-        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    with local_cluster(__name__) as pair:  # this module's functions travel by value
+        yield pair
 
 
 N, D = 1200, 8
@@ -217,6 +207,7 @@ def _slow_gather(part, local):
     return _dpsgd._Batch(part, local)
 
 
+@pytest.mark.slow  # a worker restarts and compiles its kernels again (~15 s)
 def test_worker_killed_mid_fit_recomputes_the_same_model(cluster, monkeypatch):
     cluster_, client = cluster
     X, y, _ = _data(3)

@@ -58,7 +58,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._outofcore import is_dask_array, training_dtype
-from ._partitions import active_client, validate_partition
+from ._partitions import active_client, lost_workers_raise, validate_partition
 
 __all__ = ["ClusterGradientOracle", "ClusterPublicOracle", "cluster_alg1_oracles",
            "cluster_alg1_start", "cluster_linear_oracle", "cluster_public_scale", "linear_oracle",
@@ -125,15 +125,8 @@ def prepared_partitions(estimator, X, y, *, encode=None):
 
 
 def _gather(client, futures, what):
-    try:
+    with lost_workers_raise(what):
         return client.gather(futures)
-    except Exception as exc:
-        if type(exc).__name__ == "KilledWorker":
-            raise RuntimeError(
-                f"Computing {what} on the cluster failed: a worker holding one of X's "
-                f"partitions was lost repeatedly ({exc}). Nothing was released; fit again "
-                "once the cluster is stable.") from exc
-        raise
 
 
 class _Batch:
