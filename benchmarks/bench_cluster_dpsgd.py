@@ -49,7 +49,6 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import pathlib  # noqa: E402
 import platform  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 
@@ -58,17 +57,12 @@ import numpy as np  # noqa: E402
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from _common import peak_rss_mib, run_child  # noqa: E402  (benchmarks/ is on sys.path)
+
 N_BUCKETS = 8192
 N_TEST = 200_000
 TEST_BLOCK = 10**6
 PUBLIC = list(range(13))
-
-
-def _peak_rss_mib():
-    for line in pathlib.Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def _write(args):
@@ -156,10 +150,7 @@ def _throughput_kw(args, n):
 
 def _child_throughput(args):
     """One cluster fit of ``args.steps`` steps on ``args.workers`` workers, timed per step."""
-    import warnings
-
     from sklearn_fdp import DPSGDClassifier
-    from sklearn_fdp._distributed._dpsgd import ClusterGradientOracle
 
     files = sorted(pathlib.Path(args.folder).glob("part-*.parquet"))[:args.files]
     cluster, client = _cluster(args.workers)
@@ -168,6 +159,18 @@ def _child_throughput(args):
     # Warm-up: imports and compiled kernels on every worker, on a few rows.
     DPSGDClassifier(**{**_throughput_kw(args, n), "epochs": 2.0, "batch_size": 64}).fit(
         X[:2000], y[:2000])
+    out = _timed_fit(client, DPSGDClassifier(**_throughput_kw(args, n)), X, y)
+    client.close()
+    cluster.close()
+    return dict(workers=args.workers, rows=n, **out, driver_peak_rss_mib=peak_rss_mib())
+
+
+def _timed_fit(client, est, X, y):
+    """Fit ``est`` on the cluster, timing its steps inside the engine's oracle calls."""
+    import warnings
+
+    from sklearn_fdp._distributed._dpsgd import ClusterGradientOracle
+
     marks = {}
     real = ClusterGradientOracle.__call__
 
@@ -182,23 +185,48 @@ def _child_throughput(args):
         return out
 
     ClusterGradientOracle.__call__ = timed
-    t = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        est = DPSGDClassifier(**_throughput_kw(args, n)).fit(X, y)
-    fit_s = time.perf_counter() - t
+    try:
+        t = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(X, y)
+        fit_s = time.perf_counter() - t
+    finally:
+        ClusterGradientOracle.__call__ = real
     cpu_workers1 = _worker_cpu(client)
-    ClusterGradientOracle.__call__ = real
     steps = est.steps_
     wall = marks["t1"] - marks["t0"]
     worker_cpu = [cpu_workers1[w] - marks["cpu_workers0"][w] for w in marks["cpu_workers0"]]
+    return dict(steps=steps, fit_s=fit_s, setup_s=fit_s - wall, step_wall_s=wall / steps,
+                step_driver_cpu_s=(marks["cpu1"] - marks["cpu0"]) / steps,
+                worker_cpu_s=worker_cpu, rows_sampled=marks["rows"])
+
+
+def _child_roundtrip(args):
+    """Per-step cost against the number of partitions: small dense batches, 2 workers."""
+    import dask.array as da
+
+    from sklearn_fdp import DPSGDClassifier
+
+    rng = np.random.default_rng(0)
+    n, d, batch, steps = 192_000, 16, 256, 30
+    X = rng.uniform(-0.25, 0.25, size=(n, d))
+    y = (X[:, 0] > 0).astype(int)
+    cluster, client = _cluster(2)
+    kw = dict(epsilon=None, noise_multiplier=1.0, batch_size=batch, random_state=0)
+    DPSGDClassifier(**kw, epochs=steps * batch / n).fit(da.from_array(X[:4000], chunks=1000),
+                                                         y[:4000])  # warm-up
+    rows = []
+    for parts in (2, 8, 32):
+        Xd = da.from_array(X, chunks=(n // parts, d))
+        out = _timed_fit(client, DPSGDClassifier(**kw, epochs=steps * batch / n), Xd, y)
+        rows.append(dict(partitions=parts, **out))
     client.close()
     cluster.close()
-    return dict(workers=args.workers, rows=n, steps=steps, fit_s=fit_s,
-                setup_s=fit_s - wall, step_wall_s=wall / steps,
-                step_driver_cpu_s=(marks["cpu1"] - marks["cpu0"]) / steps,
-                worker_cpu_s=worker_cpu, rows_sampled=marks["rows"],
-                driver_peak_rss_mib=_peak_rss_mib())
+    slope, intercept = np.polyfit([r["partitions"] for r in rows],
+                                  [r["step_wall_s"] for r in rows], 1)
+    return dict(rows=rows, n=n, d=d, batch=batch, per_partition_s=float(slope),
+                fixed_s=float(intercept))
 
 
 def _child_inprocess(args):
@@ -232,7 +260,7 @@ def _child_inprocess(args):
         steps = b["steps"] - a["steps"]
         out[f"{loop}_step_wall_s"] = (b["wall_s"] - a["wall_s"]) / steps
         out[f"{loop}_step_cpu_s"] = (b["cpu_s"] - a["cpu_s"]) / steps
-    out["peak_rss_mib"] = _peak_rss_mib()
+    out["peak_rss_mib"] = peak_rss_mib()
     return out
 
 
@@ -283,7 +311,7 @@ def _child_accuracy(args):
     client.close()
     cluster.close()
     return dict(results=results, majority=float(max(yt.mean(), 1 - yt.mean())),
-                driver_peak_rss_mib=_peak_rss_mib())
+                driver_peak_rss_mib=peak_rss_mib())
 
 
 def _child(args, mode, **kw):
@@ -292,12 +320,7 @@ def _child(args, mode, **kw):
            "--epochs", str(args.epochs)]
     for k, v in kw.items():
         cmd += [f"--{k.replace('_', '-')}", str(v)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if proc.returncode:
-        sys.stderr.write(proc.stderr[-4000:])
-        raise SystemExit(f"child failed: {cmd}")
-    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")][-1]
-    return json.loads(line[len("RESULT "):])
+    return run_child(cmd)
 
 
 def _markdown(res):
@@ -378,6 +401,30 @@ def _markdown(res):
         f"RSS of the accuracy run: {res['accuracy']['driver_peak_rss_mib']:,.0f} MiB.",
         "",
     ]
+    rt = res.get("roundtrip")
+    if rt:
+        lines += [
+            "## Round trip: the per-step cost against the number of partitions",
+            "",
+            f"`DPSGDClassifier` on {rt['n']:,} × {rt['d']} dense rows, expected batch "
+            f"{rt['batch']}, σ = 1, 2 workers, {rt['rows'][0]['steps']} steps; the rows are "
+            "few, so the step is almost all round trip (per partition with batch rows: one "
+            "gather task, one sum task). Load average "
+            f"{rt['loadavg'][0][0]:.2f} before, {rt['loadavg'][1][0]:.2f} after.",
+            "",
+            "| partitions | s / step (wall) | driver CPU s / step | worker CPU s / step (each) |",
+            "|---:|---:|---:|---:|",
+        ]
+        for r in rt["rows"]:
+            per_worker = " / ".join(f"{c / r['steps']:.4f}" for c in r["worker_cpu_s"])
+            lines.append(f"| {r['partitions']} | {r['step_wall_s']:.4f} | "
+                         f"{r['step_driver_cpu_s']:.4f} | {per_worker} |")
+        lines += [
+            "",
+            f"Least-squares line through the wall times: {rt['fixed_s']:.4f} s + "
+            f"{rt['per_partition_s']:.4f} s per partition.",
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -391,14 +438,26 @@ def main():
     p.add_argument("--epochs", type=float, default=0.5)
     p.add_argument("--throughput-files", type=int, default=2)
     p.add_argument("--skip-accuracy", action="store_true")
+    p.add_argument("--roundtrip-only", action="store_true",
+                   help="add the round-trip runs to the stored results (own load average)")
     p.add_argument("--child")
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--files", type=int, default=2)
     args = p.parse_args()
     if args.child:
         fn = {"throughput": _child_throughput, "inprocess": _child_inprocess,
-              "accuracy": _child_accuracy}[args.child]
+              "accuracy": _child_accuracy, "roundtrip": _child_roundtrip}[args.child]
         print("RESULT " + json.dumps(fn(args)), flush=True)
+        return
+    out = HERE / "results"
+    if args.roundtrip_only:
+        res = json.loads((out / "cluster_dpsgd.json").read_text())
+        before = list(os.getloadavg())
+        res["roundtrip"] = _child(args, "roundtrip")
+        res["roundtrip"]["loadavg"] = [before, list(os.getloadavg())]
+        (out / "cluster_dpsgd.json").write_text(json.dumps(res, indent=2) + "\n")
+        (out / "cluster_dpsgd.md").write_text(_markdown(res))
+        print(_markdown(res))
         return
     files = _write(args)
     res = dict(rows=args.rows, rows_per_file=args.rows_per_file, n_files=len(files),
@@ -418,8 +477,10 @@ def main():
             res["inprocess"][f"{loop}_step_cpu_s"] / args.batch)
     res["accuracy"] = (dict(results=[], majority=float("nan"), driver_peak_rss_mib=float("nan"))
                        if args.skip_accuracy else _child(args, "accuracy"))
+    before = list(os.getloadavg())
+    res["roundtrip"] = _child(args, "roundtrip")
+    res["roundtrip"]["loadavg"] = [before, list(os.getloadavg())]
     res["loadavg_after"] = list(os.getloadavg())
-    out = HERE / "results"
     (out / "cluster_dpsgd.json").write_text(json.dumps(res, indent=2) + "\n")
     (out / "cluster_dpsgd.md").write_text(_markdown(res))
     print(_markdown(res))
