@@ -270,3 +270,30 @@ def test_secure_noise_on_the_cluster(cluster, monkeypatch):
     # One (d + 1)-vector of CSPRNG normals per step, drawn here.
     assert drawn == [D + 1] * est.steps_
     assert est.score(X, y) > 0.6
+
+
+def test_dask_dataframe_through_the_schema_preprocessor(cluster):
+    """A DataFrame's partitions mapped where they live, then Algorithm 1 on the workers."""
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+
+    from sklearn_fdp.preprocessing import make_tabular_preprocessor, transform_partitions
+
+    rng = np.random.default_rng(9)
+    n = 1200
+    df = pd.DataFrame({"a": rng.uniform(0, 10, n), "b": rng.uniform(-5, 5, n),
+                       "g": rng.choice(list("xyz"), n)})
+    df["label"] = (df["a"] / 10 - df["b"] / 5 + (df["g"] == "x") + rng.normal(0, 0.3, n)
+                   > 0.6).astype(int)
+    schema = {"numeric": {"a": [0, 10], "b": [-5, 5]},
+              "categorical": {"g": ["x", "y", "z"]}, "protected": ["g"]}
+    pre = make_tabular_preprocessor(schema).fit(df.drop(columns="label").head())
+    names = pre.get_feature_names_out()
+    private = [i for i, c in enumerate(names) if c.split("__")[-1].startswith("g_")]
+    X, y = transform_partitions(pre, dd.from_pandas(df, npartitions=3), target="label")
+    kw = dict(method="alg1", private_features=private, public_epochs=0)
+    remote = _fit(FeatureDPLogisticRegression, kw, X, y)
+    Xl = pre.transform(df.drop(columns="label"))
+    local = _fit(FeatureDPLogisticRegression, kw, Xl, df["label"].to_numpy())
+    gap = np.linalg.norm(_weights(remote) - _weights(local))
+    assert gap <= tolerance(local, Xl), gap
