@@ -272,6 +272,8 @@ def _child_accuracy(args):
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import log_loss
 
+    from distributed import wait as distributed_wait
+
     from sklearn_fdp import DPSGDClassifier, FeatureDPLogisticRegression
 
     folder = pathlib.Path(args.folder)
@@ -290,6 +292,10 @@ def _child_accuracy(args):
     del Xp, yp
     cluster, client = _cluster(2)
     X, y = _dask_arrays(files)
+    t = time.perf_counter()
+    X, y = client.persist([X, y])  # read and built once, kept by the workers for every fit
+    distributed_wait([X, y])
+    load_s = time.perf_counter() - t
     common = dict(delta=1e-9, batch_size=args.batch, epochs=args.epochs, random_state=0)
     for eps in (0.1, 1.0):
         for method, make in (
@@ -311,7 +317,7 @@ def _child_accuracy(args):
     client.close()
     cluster.close()
     return dict(results=results, majority=float(max(yt.mean(), 1 - yt.mean())),
-                driver_peak_rss_mib=peak_rss_mib())
+                load_s=load_s, driver_peak_rss_mib=peak_rss_mib())
 
 
 def _child(args, mode, **kw):
@@ -321,6 +327,34 @@ def _child(args, mode, **kw):
     for k, v in kw.items():
         cmd += [f"--{k.replace('_', '-')}", str(v)]
     return run_child(cmd)
+
+
+def _accuracy_lines(res, acc, B):
+    lines = [
+        f"## Accuracy: {res['rows']:,} rows, 2 workers, {res['epochs']} epoch(s) of expected "
+        f"batch {B:,}, δ = 1e-9",
+        "",
+        "| method | ε | steps | fit (s) | test accuracy | test log loss |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in acc["results"]:
+        eps = "—" if r["epsilon"] == 0 else f"{r['epsilon']:g}"
+        lines.append(f"| {r['method']} | {eps} | {r.get('steps', '—')} | {r['fit_s']:.0f} | "
+                     f"{r['accuracy']:.4f} | {r['log_loss']:.4f} |")
+    lines += [
+        "",
+        f"Majority class on the test set ({N_TEST:,} rows of an independent block): "
+        f"{acc['majority']:.4f}. Public-only: scikit-learn `LogisticRegression` on "
+        "the 13 count columns of the first 2,000,000 rows (no noise: public data). FDP: "
+        "`FeatureDPLogisticRegression(method='alg1', public_features=0..12, "
+        "label_public=True, public_epochs=0)` (no public pretraining: the cluster path does "
+        "not pretrain). DP-SGD: `DPSGDClassifier` (the whole record private). The table was "
+        f"read from Parquet and built into CSR partitions once ({acc['load_s']:.0f} s) and "
+        "kept by the workers for the four private fits. Driver peak RSS of the accuracy "
+        f"run: {acc['driver_peak_rss_mib']:,.0f} MiB.",
+        "",
+    ]
+    return lines
 
 
 def _markdown(res):
@@ -338,11 +372,12 @@ def _markdown(res):
         f"{res['rows_per_file']:,} rows ({res['bytes_on_disk'] / 2**30:.2f} GiB), one "
         "partition each, read and turned into CSR rows by the worker that holds it.",
         "",
-        f"Machine: {res['machine']}, **shared with other jobs** (2 cores, five other "
-        f"agents): load average {res['loadavg_before'][0]:.2f} before, "
-        f"{res['loadavg_after'][0]:.2f} after (1-minute). Every process ran under "
-        "`nice -n 10` with one thread. Wall times are inflated by the load; CPU times "
-        "(`getrusage` of each worker, `process_time` of the driver) are what survives it.",
+        f"Machine: {res['machine']}, {res['cpu_count']} cores, **shared with other jobs** "
+        "(five other agents): 1-minute load average before → after each phase: "
+        + "; ".join(f"{name} {b[0]:.1f} → {a[0]:.1f}" for name, (b, a) in res["loads"].items())
+        + ". Every process ran under `nice -n 10` with one thread. Wall times are inflated "
+        "by the load; CPU times (`getrusage` of each worker, `process_time` of the driver) "
+        "are what survives it.",
         "",
         f"## Throughput: DPSGDClassifier, expected batch {B:,}, σ = 1, "
         f"{th[0]['steps']} steps on {th[0]['rows']:,} rows",
@@ -372,35 +407,21 @@ def _markdown(res):
         + ", ".join(f"{r['setup_s']:.1f} s ({r['workers']} worker"
                     f"{'s' if r['workers'] > 1 else ''})" for r in th) + ".",
         "",
-        f"Per-step round trip of the cluster (wall per step minus the in-process eager "
-        f"loop's): {res['overhead_s']:.3f} s at 1 worker. A worker's CPU per sampled row "
+        f"Per-step cost of the cluster round trip at 1 worker, against the in-process eager "
+        f"loop (the same computation): {res['overhead_cpu_s']:.3f} CPU-s more per step "
+        f"(driver and worker together); {res['overhead_s']:.3f} s of wall time (noisy under "
+        "this load; the round-trip phase below measures the latency). A worker's CPU per "
+        "sampled row "
         f"(1 worker) against the in-process fit's CPU per row: "
         f"{res['worker_vs_inprocess_lazy_cpu']:.2f}× the lazy-noise fit's, "
         f"{res['worker_vs_inprocess_eager_cpu']:.2f}× the eager fit's (the target: within "
         "1.5×; the in-process figures include the noise and the update, which on the "
         "cluster the driver does).",
         "",
-        f"## Accuracy: {res['rows']:,} rows, 2 workers, {res['epochs']} epoch(s) of expected "
-        f"batch {B:,}, δ = 1e-9",
-        "",
-        "| method | ε | steps | fit (s) | test accuracy | test log loss |",
-        "|---|---:|---:|---:|---:|---:|",
     ]
-    for r in res["accuracy"]["results"]:
-        eps = "—" if r["epsilon"] == 0 else f"{r['epsilon']:g}"
-        lines.append(f"| {r['method']} | {eps} | {r.get('steps', '—')} | {r['fit_s']:.0f} | "
-                     f"{r['accuracy']:.4f} | {r['log_loss']:.4f} |")
-    lines += [
-        "",
-        f"Majority class on the test set ({N_TEST:,} rows of an independent block): "
-        f"{res['accuracy']['majority']:.4f}. Public-only: scikit-learn `LogisticRegression` on "
-        "the 13 count columns of the first 2,000,000 rows (no noise: public data). FDP: "
-        "`FeatureDPLogisticRegression(method='alg1', public_features=0..12, "
-        "label_public=True, public_epochs=0)` (no public pretraining: the cluster path does "
-        "not pretrain). DP-SGD: `DPSGDClassifier` (the whole record private). Driver peak "
-        f"RSS of the accuracy run: {res['accuracy']['driver_peak_rss_mib']:,.0f} MiB.",
-        "",
-    ]
+    acc = res.get("accuracy")
+    if acc:
+        lines += _accuracy_lines(res, acc, B)
     rt = res.get("roundtrip")
     if rt:
         lines += [
@@ -409,8 +430,7 @@ def _markdown(res):
             f"`DPSGDClassifier` on {rt['n']:,} × {rt['d']} dense rows, expected batch "
             f"{rt['batch']}, σ = 1, 2 workers, {rt['rows'][0]['steps']} steps; the rows are "
             "few, so the step is almost all round trip (per partition with batch rows: one "
-            "gather task, one sum task). Load average "
-            f"{rt['loadavg'][0][0]:.2f} before, {rt['loadavg'][1][0]:.2f} after.",
+            "gather task, one sum task).",
             "",
             "| partitions | s / step (wall) | driver CPU s / step | worker CPU s / step (each) |",
             "|---:|---:|---:|---:|",
@@ -438,8 +458,8 @@ def main():
     p.add_argument("--epochs", type=float, default=0.5)
     p.add_argument("--throughput-files", type=int, default=2)
     p.add_argument("--skip-accuracy", action="store_true")
-    p.add_argument("--roundtrip-only", action="store_true",
-                   help="add the round-trip runs to the stored results (own load average)")
+    p.add_argument("--resume", action="store_true",
+                   help="keep the phases already stored in the results file; run the others")
     p.add_argument("--child")
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--files", type=int, default=2)
@@ -450,37 +470,38 @@ def main():
         print("RESULT " + json.dumps(fn(args)), flush=True)
         return
     out = HERE / "results"
-    if args.roundtrip_only:
-        res = json.loads((out / "cluster_dpsgd.json").read_text())
-        before = list(os.getloadavg())
-        res["roundtrip"] = _child(args, "roundtrip")
-        res["roundtrip"]["loadavg"] = [before, list(os.getloadavg())]
-        (out / "cluster_dpsgd.json").write_text(json.dumps(res, indent=2) + "\n")
-        (out / "cluster_dpsgd.md").write_text(_markdown(res))
-        print(_markdown(res))
-        return
     files = _write(args)
-    res = dict(rows=args.rows, rows_per_file=args.rows_per_file, n_files=len(files),
+    path = out / "cluster_dpsgd.json"
+    res = json.loads(path.read_text()) if args.resume and path.exists() else {}
+    res.update(rows=args.rows, rows_per_file=args.rows_per_file, n_files=len(files),
                bytes_on_disk=sum(f.stat().st_size for f in files), batch=args.batch,
                steps=args.steps, epochs=args.epochs, machine=platform.platform(),
-               cpu_count=os.cpu_count(), loadavg_before=list(os.getloadavg()))
-    res["throughput"] = [_child(args, "throughput", workers=w, files=args.throughput_files)
-                         for w in (1, 2)]
-    print(res["throughput"], file=sys.stderr, flush=True)
-    res["inprocess"] = _child(args, "inprocess", files=args.throughput_files)
-    print(res["inprocess"], file=sys.stderr, flush=True)
+               cpu_count=os.cpu_count())
+    res.setdefault("loads", {})
+
+    def phase(name, run):
+        """Run one phase unless stored (``--resume``); store it with its load average."""
+        if name in res and args.resume:
+            return
+        before = list(os.getloadavg())
+        res[name] = run()
+        res["loads"][name] = [before, list(os.getloadavg())]
+        path.write_text(json.dumps(res, indent=2) + "\n")  # kept if a later phase fails
+
+    phase("throughput", lambda: [_child(args, "throughput", workers=w,
+                                        files=args.throughput_files) for w in (1, 2)])
+    phase("inprocess", lambda: _child(args, "inprocess", files=args.throughput_files))
     one = res["throughput"][0]
     res["overhead_s"] = one["step_wall_s"] - res["inprocess"]["eager_step_wall_s"]
+    res["overhead_cpu_s"] = (one["step_driver_cpu_s"] + sum(one["worker_cpu_s"]) / one["steps"]
+                             - res["inprocess"]["eager_step_cpu_s"])
     worker_cpu_per_row = sum(one["worker_cpu_s"]) / one["rows_sampled"]
     for loop in ("lazy", "eager"):
         res[f"worker_vs_inprocess_{loop}_cpu"] = worker_cpu_per_row / (
             res["inprocess"][f"{loop}_step_cpu_s"] / args.batch)
-    res["accuracy"] = (dict(results=[], majority=float("nan"), driver_peak_rss_mib=float("nan"))
-                       if args.skip_accuracy else _child(args, "accuracy"))
-    before = list(os.getloadavg())
-    res["roundtrip"] = _child(args, "roundtrip")
-    res["roundtrip"]["loadavg"] = [before, list(os.getloadavg())]
-    res["loadavg_after"] = list(os.getloadavg())
+    if not args.skip_accuracy:
+        phase("accuracy", lambda: _child(args, "accuracy"))
+    phase("roundtrip", lambda: _child(args, "roundtrip"))
     (out / "cluster_dpsgd.json").write_text(json.dumps(res, indent=2) + "\n")
     (out / "cluster_dpsgd.md").write_text(_markdown(res))
     print(_markdown(res))
