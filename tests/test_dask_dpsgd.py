@@ -297,3 +297,19 @@ def test_dask_dataframe_through_the_schema_preprocessor(cluster):
     local = _fit(FeatureDPLogisticRegression, kw, Xl, df["label"].to_numpy())
     gap = np.linalg.norm(_weights(remote) - _weights(local))
     assert gap <= tolerance(local, Xl), gap
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
+def test_public_rows_beyond_norm_one_are_rescaled_as_in_process(cluster, sparse):
+    """Algorithm 1 divides X by the largest public row norm (a max over the partitions)."""
+    X, y, _ = _data(6)
+    X[:, :5] *= 4.0  # public rows of norm up to ~2.7
+    A = sp.csr_matrix(X) if sparse else X
+    Xd = da.from_array(A, chunks=(250, -1), asarray=False) if sparse else \
+        da.from_array(X, chunks=(250, -1))
+    kw = dict(method="alg1", **FDP)
+    remote = _fit(FeatureDPLogisticRegression, kw, Xd, y)
+    local = _fit(FeatureDPLogisticRegression, kw, X, y)
+    assert remote.public_scale_ == local.public_scale_ > 1.0
+    gap = np.linalg.norm(_weights(remote) - _weights(local))
+    assert gap <= tolerance(local, X / local.public_scale_) * local.public_scale_, gap
