@@ -422,6 +422,9 @@ def _markdown(res):
     acc = res.get("accuracy")
     if acc:
         lines += _accuracy_lines(res, acc, B)
+    else:
+        lines += ["## Accuracy", "", "Not in this run (`--skip-accuracy`, or the phase was "
+                  "stopped before it finished).", ""]
     rt = res.get("roundtrip")
     if rt:
         lines += [
@@ -460,6 +463,8 @@ def main():
     p.add_argument("--skip-accuracy", action="store_true")
     p.add_argument("--resume", action="store_true",
                    help="keep the phases already stored in the results file; run the others")
+    p.add_argument("--render", action="store_true",
+                   help="only write cluster_dpsgd.md again from the stored results")
     p.add_argument("--child")
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--files", type=int, default=2)
@@ -470,6 +475,10 @@ def main():
         print("RESULT " + json.dumps(fn(args)), flush=True)
         return
     out = HERE / "results"
+    if args.render:
+        (out / "cluster_dpsgd.md").write_text(
+            _markdown(json.loads((out / "cluster_dpsgd.json").read_text())))
+        return
     files = _write(args)
     path = out / "cluster_dpsgd.json"
     res = json.loads(path.read_text()) if args.resume and path.exists() else {}
