@@ -277,7 +277,7 @@ def _child_accuracy(args):
     from sklearn_fdp import DPSGDClassifier, FeatureDPLogisticRegression
 
     folder = pathlib.Path(args.folder)
-    files = sorted(folder.glob("part-*.parquet"))
+    files = sorted(folder.glob("part-*.parquet"))[:args.files or None]
     Xt = sp.load_npz(folder / "test_X.npz")
     yt = np.load(folder / "test.npz")["y"]
     results = []
@@ -331,8 +331,8 @@ def _child(args, mode, **kw):
 
 def _accuracy_lines(res, acc, B):
     lines = [
-        f"## Accuracy: {res['rows']:,} rows, 2 workers, {res['epochs']} epoch(s) of expected "
-        f"batch {B:,}, δ = 1e-9",
+        f"## Accuracy: {acc['results'][-1]['rows']:,} rows, 2 workers, {res['epochs']} "
+        f"epoch(s) of expected batch {B:,}, δ = 1e-9",
         "",
         "| method | ε | steps | fit (s) | test accuracy | test log loss |",
         "|---|---:|---:|---:|---:|---:|",
@@ -460,6 +460,7 @@ def main():
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--epochs", type=float, default=0.5)
     p.add_argument("--throughput-files", type=int, default=2)
+    p.add_argument("--accuracy-files", type=int, default=0, help="0: every file")
     p.add_argument("--skip-accuracy", action="store_true")
     p.add_argument("--resume", action="store_true",
                    help="keep the phases already stored in the results file; run the others")
@@ -509,7 +510,7 @@ def main():
         res[f"worker_vs_inprocess_{loop}_cpu"] = worker_cpu_per_row / (
             res["inprocess"][f"{loop}_step_cpu_s"] / args.batch)
     if not args.skip_accuracy:
-        phase("accuracy", lambda: _child(args, "accuracy"))
+        phase("accuracy", lambda: _child(args, "accuracy", files=args.accuracy_files))
     phase("roundtrip", lambda: _child(args, "roundtrip"))
     (out / "cluster_dpsgd.json").write_text(json.dumps(res, indent=2) + "\n")
     (out / "cluster_dpsgd.md").write_text(_markdown(res))
