@@ -183,3 +183,27 @@ def table_head(title, meta, note, text, columns):
             f"{meta['date']}; load average {meta['load_start']:.2f} -> {meta['load_end']:.2f} "
             f"({note}). {text}", "", "| " + " | ".join(columns) + " |",
             "|" + "---|" * len(columns)]
+
+
+def peak_rss_mib():
+    """This process's peak resident set (``VmHWM``) in MiB (NaN where /proc is missing)."""
+    status = pathlib.Path("/proc/self/status")
+    if status.exists():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def run_child(cmd):
+    """Run a benchmark's child process ``cmd``; its last ``RESULT {json}`` line, parsed."""
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode:
+        sys.stderr.write(proc.stderr[-4000:])
+        raise SystemExit(f"child failed: {cmd}")
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")][-1]
+    return json.loads(line[len("RESULT "):])

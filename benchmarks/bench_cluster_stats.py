@@ -47,7 +47,6 @@ import json  # noqa: E402
 import pathlib  # noqa: E402
 import platform  # noqa: E402
 import shutil  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
@@ -56,6 +55,8 @@ import numpy as np  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+
+from _common import peak_rss_mib, run_child  # noqa: E402  (benchmarks/ is on sys.path)
 
 D = 100
 PRIVATE = list(range(10))
@@ -91,13 +92,6 @@ def _write(args):
     np.save(folder / "test_X.npy", Xt)
     np.save(folder / "test_y.npy", yt)
     print("RESULT {}", flush=True)
-
-
-def _peak_rss_mib():
-    for line in pathlib.Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def _read_part(path):
@@ -161,14 +155,14 @@ def _fit(args):
             FeatureDPLinearRegression(**PARAMS).fit(
                 da.from_array(warm, chunks=(4, D)), da.from_array(warm[:, 0], chunks=4))
             X, y = _dask_arrays(files)
-            rss_before = _peak_rss_mib()
+            rss_before = peak_rss_mib()
             t = time.perf_counter()
             est.fit(X, y)
             out["fit_s"] = time.perf_counter() - t
             out["rows"] = int(X.shape[0])
             out["peak_rss_before_fit_mib"] = rss_before
     out["rows_per_s"] = out["rows"] / out["fit_s"]
-    out["peak_rss_mib"] = _peak_rss_mib()
+    out["peak_rss_mib"] = peak_rss_mib()
     out["r2"] = _r2(est, folder)
     out["coef"] = est.coef_.astype(float).tolist()
     out["intercept"] = float(est.intercept_)
@@ -179,12 +173,7 @@ def _child(args, **kw):
     cmd = [sys.executable, __file__, "--child", kw.pop("child"), "--folder", str(args.folder)]
     for k, v in kw.items():
         cmd += [f"--{k.replace('_', '-')}", str(v)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if proc.returncode:
-        sys.stderr.write(proc.stderr[-4000:])
-        raise SystemExit(f"child failed: {cmd}")
-    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")][-1]
-    return json.loads(line[len("RESULT "):])
+    return run_child(cmd)
 
 
 def _markdown(res):

@@ -24,11 +24,9 @@ entry: the bound ``2 (n − 1) n u`` used below.
 """
 
 import concurrent.futures
-import logging
 import math
 import os
 import signal
-import sys
 import time
 from unittest import mock
 
@@ -48,6 +46,7 @@ from sklearn_fdp import (  # noqa: E402
 from sklearn_fdp._mechanisms import label_statistic as lst  # noqa: E402
 from sklearn_fdp._mechanisms import linear_statistics as ls  # noqa: E402
 
+from ._cluster import local_cluster  # noqa: E402
 from .sensitivity._harness import assert_sensitivity  # noqa: E402
 
 U = np.finfo(np.float64).eps / 2
@@ -60,20 +59,8 @@ def sum_tolerance(n, term_bound=1.0):
 
 @pytest.fixture(scope="module")
 def cluster():
-    import cloudpickle
-
-    # The slow block function below travels by value (the workers need not
-    # import this test module).
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None, silence_logs=logging.CRITICAL)
-    client = distributed.Client(cluster)
-    try:
-        yield cluster, client
-    finally:
-        client.close()
-        cluster.close()
-        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    with local_cluster(__name__) as pair:  # this module's functions travel by value
+        yield pair
 
 
 def _data(n=3000, d=6, seed=0, scale=0.35):

@@ -1005,3 +1005,51 @@ def test_wide_sparse_fit_off_the_lazy_path_warns_and_names_the_fix(monkeypatch):
     DPSGDClassifier(l2_regularization=1e-3, **common).fit(X, y)
     assert len(taken) == 2
     DPSGDClassifier(verbose=1, **common).fit(X[:, :1000], y)  # small model: no warning
+
+
+def test_ahead_sampler_announces_the_same_batches_before_use():
+    """The engine's prefetch hook: each batch announced ``depth`` draws early, none extra."""
+    from sklearn_fdp._engine._samplers import AheadSampler, PoissonSampler
+
+    plain = PoissonSampler(500, 0.05, np.random.default_rng(3))
+    expected = [plain.sample() for _ in range(6)]
+    announced = []
+    ahead = AheadSampler(PoissonSampler(500, 0.05, np.random.default_rng(3)), announced.append,
+                         2, 6)
+    got = []
+    for t in range(6):
+        assert len(announced) == min(6, t + 2)  # drawn two steps ahead, never past the last
+        got.append(ahead.sample())
+        assert got[-1] is announced[t]  # the very array announced: an oracle can match it
+    assert len(announced) == 6
+    for a, b in zip(got, expected):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_an_oracle_with_prefetch_is_told_every_batch_first():
+    """run_dp_sgd hands a prefetching oracle each batch before asking for its sum."""
+    X = np.random.default_rng(0).uniform(-0.3, 0.3, size=(300, 4))
+    y = (X[:, 0] > 0).astype(float)
+    inner = LinearGradientOracle(X, y, LinearLoss("log_loss", 1), True, 1.0)
+    events = []
+
+    class Prefetching:
+        max_grad_norm = 1.0
+        prefetch_depth = 2
+
+        def prefetch(self, idx):
+            events.append(("announce", idx))
+
+        def __call__(self, idx, theta):
+            assert any(kind == "announce" and a is idx for kind, a in events)
+            events.append(("sum", idx))
+            return inner(idx, theta)
+
+    cfg = EngineConfig(steps=5, sampling_rate=0.1, noise_multiplier=1.0, max_grad_norm=1.0,
+                       learning_rate=0.1)
+    gens = [np.random.default_rng(s) for s in (1, 2, 1, 2)]
+    a = run_dp_sgd(np.zeros((5, 1)), Prefetching(), 300, cfg, sample_rng=gens[0],
+                   noise_rng=gens[1]).theta
+    b = run_dp_sgd(np.zeros((5, 1)), inner, 300, cfg, sample_rng=gens[2], noise_rng=gens[3]).theta
+    np.testing.assert_array_equal(a, b)  # the same batches and noise
+    assert [k for k, _ in events].count("announce") == 5

@@ -26,6 +26,7 @@ drawn (nothing is released). A worker lost for good (dask's
 ``allowed-failures`` exhausted) raises a ``RuntimeError`` that says so.
 """
 
+import contextlib
 import sys
 
 import numpy as np
@@ -173,8 +174,21 @@ def tree_reduce(fn, X, y=None, args=(), *, what="the statistic", combine=_add):
         if len(level) % 2:
             nxt.append(level[-1])
         level = nxt
-    try:
+    with lost_workers_raise(what):
         (result,) = dask.compute(level[0])
+    n_rows = int(result[-1])
+    if n_rows != int(X.shape[0]):
+        raise RuntimeError(
+            f"Computing {what} on the cluster summed {n_rows} rows, but X has "
+            f"{int(X.shape[0])}: a partition was lost or changed. Nothing was released.")
+    return result
+
+
+@contextlib.contextmanager
+def lost_workers_raise(what):
+    """Turn dask's ``KilledWorker`` (a worker lost repeatedly) into a ``RuntimeError`` saying so."""
+    try:
+        yield
     except Exception as exc:
         if type(exc).__name__ == "KilledWorker":
             raise RuntimeError(
@@ -182,12 +196,6 @@ def tree_reduce(fn, X, y=None, args=(), *, what="the statistic", combine=_add):
                 f"partitions was lost repeatedly ({exc}). Nothing was released; fit again "
                 "once the cluster is stable.") from exc
         raise
-    n_rows = int(result[-1])
-    if n_rows != int(X.shape[0]):
-        raise RuntimeError(
-            f"Computing {what} on the cluster summed {n_rows} rows, but X has "
-            f"{int(X.shape[0])}: a partition was lost or changed. Nothing was released.")
-    return result
 
 
 def _call(fn, X, y, args):

@@ -25,7 +25,7 @@ from .._progress import progress_reporter
 from ._config import EngineResult
 from ._lazy import lazy_noise_blockers, run_lazy_sparse
 from ._noise import NoiseStream
-from ._samplers import PoissonSampler
+from ._samplers import AheadSampler, PoissonSampler
 
 # Sparse runs this large that cannot use lazy noise get a PerformanceWarning.
 DENSE_NOISE_WARN_SIZE = 1 << 17
@@ -76,7 +76,10 @@ def run_dp_sgd(
         clipped to L2 norm ``private_oracle.max_grad_norm``, which must equal
         ``config.max_grad_norm`` (the clip that scales the noise): the loop
         refuses to run otherwise. Same shape as ``theta``. An empty batch
-        must return zeros.
+        must return zeros. An oracle with a ``prefetch(idx)`` method (and
+        ``prefetch_depth``) is told each batch ``prefetch_depth`` steps
+        before it is asked for its sum (``AheadSampler``: the same batches),
+        so it can gather rows held elsewhere meanwhile (a cluster's workers).
     n_samples : int
         Number of private records ``n`` (public).
     config : EngineConfig
@@ -133,6 +136,9 @@ def run_dp_sgd(
     theta = np.array(theta0, dtype=theta0.dtype, copy=True)
     velocity = np.zeros_like(theta)
     sampler = PoissonSampler(n_samples, cfg.sampling_rate, sample_rng)
+    announce = getattr(private_oracle, "prefetch", None)
+    if announce is not None:  # an oracle that gathers rows elsewhere sees its batches early
+        sampler = AheadSampler(sampler, announce, private_oracle.prefetch_depth, cfg.steps)
     noise_std = cfg.noise_multiplier * cfg.max_grad_norm
     normaliser = cfg.sampling_rate * n_samples  # expected batch size: public
     average = None

@@ -77,3 +77,37 @@ class UniformSampler:
         idx = self._choice(self.n, self.size)
         idx.sort()
         return idx
+
+
+class AheadSampler:
+    """``sampler``'s batches, each drawn ``depth`` steps before it is used.
+
+    Every batch is announced to ``announce(idx)`` when it is drawn, so an
+    oracle that reads rows elsewhere (a cluster's workers) can start
+    gathering it while earlier steps run. The sampler's generator is used by
+    nothing else, so drawing ahead changes no draw: the batches, in order,
+    are ``sampler``'s. No more than ``total`` batches are drawn.
+    """
+
+    def __init__(self, sampler, announce, depth, total):
+        from collections import deque
+
+        self.sampler = sampler
+        self.announce = announce
+        self.remaining = int(total)
+        self._queue = deque()
+        for _ in range(max(1, int(depth))):
+            self._draw()
+
+    def _draw(self):
+        if self.remaining > 0:
+            self.remaining -= 1
+            idx = self.sampler.sample()
+            self.announce(idx)
+            self._queue.append(idx)
+
+    def sample(self):
+        """The next batch (the one announced earliest); the one after it is drawn now."""
+        idx = self._queue.popleft()
+        self._draw()
+        return idx

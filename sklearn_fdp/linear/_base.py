@@ -24,6 +24,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from .. import accounting
 from .._engine import LOSSES, LR_SCHEDULES, REGRESSION_LOSSES, EngineConfig, split_theta
+from .._distributed import check_partitioned, partitioned_labels, use_cluster
 from .._outofcore import should_stream, validate_row_source
 from .._random import NOISE_OPTIONS
 from .._validation import (
@@ -108,8 +109,13 @@ def _auto_learning_rate(noise_std, batch_size, n_rows, n_outputs=1, steps=None,
 _SMALL_N_REF = 2e5
 
 
-def validate_linear_data(est, X, y, *, accept_sparse="csr", stream=True):
+def validate_linear_data(est, X, y, *, accept_sparse="csr", stream=True, cluster=False):
     """``(X, classes_, y_index)``: checked training data of a linear classifier.
+
+    ``cluster``: the estimator can fit on a ``dask.distributed`` cluster; a
+    dask ``X`` with an active ``Client`` then stays partitioned (its values
+    are checked per partition, on the workers) and ``y_index`` is a dask
+    array (:func:`~sklearn_fdp._distributed.partitioned_labels`).
 
     A large ``numpy.memmap`` / dask array (``stream`` and
     :func:`~sklearn_fdp._outofcore.should_stream`) is checked in chunks and
@@ -117,6 +123,8 @@ def validate_linear_data(est, X, y, *, accept_sparse="csr", stream=True):
     is validated in memory (float64/float32, C order, CSR when
     ``accept_sparse``) with finite squared row norms.
     """
+    if cluster and use_cluster(X):
+        return partitioned_labels(est, X, y)
     if stream and should_stream(X):
         X, y = validate_row_source(est, X, y)
     else:
@@ -321,13 +329,19 @@ class BaseDPLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimat
 # -- regression -------------------------------------------------------------------
 
 
-def validate_regression_data(est, X, y, *, accept_sparse="csr", stream=True, warn_rows=False):
+def validate_regression_data(est, X, y, *, accept_sparse="csr", stream=True, warn_rows=False,
+                             cluster=False):
     """``(X, y)``: checked training data of a linear regressor, ``y`` finite float64.
 
     As :func:`validate_linear_data` for ``X`` (out-of-core row sources
-    included); ``y`` is a 1-D real target. ``warn_rows``: warn about in-memory
-    rows of norm above 1 (:func:`warn_rows_beyond_unit_norm`).
+    included; ``cluster``: a dask ``X`` with an active ``Client`` stays
+    partitioned and ``y`` is a float64 dask array, checked per partition on
+    the workers); ``y`` is a 1-D real target. ``warn_rows``: warn about
+    in-memory rows of norm above 1 (:func:`warn_rows_beyond_unit_norm`).
     """
+    if cluster and use_cluster(X):
+        X, y = check_partitioned(est, X, y)
+        return X, y.astype(np.float64)
     if stream and should_stream(X):
         X, y = validate_row_source(est, X, y)
         y = column_or_1d(np.asarray(y, dtype=np.float64), warn=True)

@@ -168,7 +168,7 @@ class DPSGDClassifier(WholeRecordDPSGD, BaseDPLinearClassifier):
         -------
         self : DPSGDClassifier
         """
-        X, classes, y_index = validate_linear_data(self, X, y)
+        X, classes, y_index = validate_linear_data(self, X, y, cluster=True)
         plan = plan_fit(self, X)
         n_outputs = n_outputs_of(classes)
         loss = LinearLoss(self.loss, n_outputs)
@@ -176,6 +176,6 @@ class DPSGDClassifier(WholeRecordDPSGD, BaseDPLinearClassifier):
             self, X, y_index, loss, plan, n_outputs,
             lambda noise_std, n_rows: resolve_learning_rate(self, noise_std, plan.schedule,
                                                             n_rows, n_outputs))
-        self._store_linear(*split_theta(theta, self.fit_intercept, X.dtype), classes,
+        self._store_linear(*split_theta(theta, self.fit_intercept, theta.dtype), classes,
                            plan, learning_rate)
         return self

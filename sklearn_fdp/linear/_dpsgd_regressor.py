@@ -231,7 +231,7 @@ class DPSGDRegressor(WholeRecordDPSGD, BaseDPLinearRegressor):
             the message names the cause (learning rate, noise or the scale of
             X) from the fit's public quantities. An earlier fit is kept.
         """
-        X, y = validate_regression_data(self, X, y, warn_rows=True)
+        X, y = validate_regression_data(self, X, y, warn_rows=True, cluster=True)
         plan = plan_fit(self, X)
         t, bounds = scaled_target(self, y)
         loss = regression_loss(self, bounds)

@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import accounting
 from .._distributed import partitioned_labels, use_cluster
+from .._distributed._dpsgd import cluster_alg1_start
 from .._docs import fill_doc
 from .._engine import LinearLoss, run_dp_sgd, split_theta
 from .._outofcore import is_dask_array, training_dtype
@@ -193,6 +194,13 @@ def _run_engine(est, X, theta0, private, public, plan, gens, alpha, scale):
 def _fit_alg1(est, X, y, loss, plan, gens):
     """FDP Algorithm 1: clipped, noised ``∇ℓ − ∇ℓ_pub`` plus the noise-free ``∇ℓ_pub``."""
     public_mask = plan.details["public_mask"]
+    if is_dask_array(X):  # on a dask.distributed cluster: the same steps, sums on the workers
+        scale, private, public, theta0 = cluster_alg1_start(
+            est, X, y, loss, _zeros(est, X, loss), **_public_part(est, plan),
+            max_grad_norm=plan.details["max_grad_norm"],
+            public_batch_size=plan.details["public_batch_size"], public_rng=gens[_PUBLIC],
+            noise=est.noise)
+        return _run_alg1(est, X, theta0, private, public, plan, gens, scale)
     # X's rows for the fused oracles (a CSR copy of sparse-enough dense X),
     # made once and shared with the public scale, the oracles and pretraining.
     rows = fused_rows(X, est.public_loss)
@@ -206,6 +214,11 @@ def _fit_alg1(est, X, y, loss, plan, gens):
         noise=est.noise, rows=rows, pub_norm_sq=norms)
     private.fuse_public(public)  # both batches in one compiled pass a step (same results)
     theta0 = _pretrained(est, X, y, loss, plan, gens[_INIT], rows=private.view.csr)
+    return _run_alg1(est, X, theta0, private, public, plan, gens, scale)
+
+
+def _run_alg1(est, X, theta0, private, public, plan, gens, scale):
+    """Algorithm 1's noisy steps from ``theta0``, with α resolved."""
     alpha = (_auto_alpha(plan.noise_multiplier * private.max_grad_norm,
                          plan.schedule.batch_size, theta0.shape[0])
              if est.alpha == "auto" else float(est.alpha))
@@ -591,9 +604,10 @@ class FeatureDPLogisticRegression(FeatureDPSGD, BaseDPLinearClassifier):
             e.g. at a huge ``learning_rate``); an earlier fit is kept.
         """
         check_label_in_spec(self, X, y)
-        if use_cluster(X) and self._statistic_method(X, feature_names):
-            # Label DP on a dask.distributed cluster: the statistic and every pass of
-            # the L-BFGS post-processing are sums over the partitions, where they live.
+        if use_cluster(X):
+            # On a dask.distributed cluster: the label statistic and every pass of its
+            # L-BFGS post-processing, or each DP-SGD step's clipped sum (Algorithm 1,
+            # FDP (DP-SGD)), are sums over the partitions, computed where they live.
             X, classes, y_index = partitioned_labels(self, X, y)
         else:
             X, classes, y_index = validate_linear_data(self, X, y)

@@ -31,8 +31,9 @@ from .._budget import (
     resolve_public_batch_size,
 )
 from .._docs import fill_doc
-from .._engine import LinearGradientOracle
+from .._distributed._dpsgd import linear_oracle, refuse_cluster_pretraining
 from .._mechanisms.fdp import rescaled_for_public_steps
+from .._outofcore import is_dask_array
 from .._plan import feature_plan
 from .._random import spawn_generators
 from .._validation import check_delta_vs_n
@@ -143,9 +144,12 @@ def dpsgd_start(est, X, y, loss, plan, gens, pretrained):
     Only public SGD steps need the rescaling (the least-squares start reads the public
     columns as they are; the DP-SGD steps are clipped).
     """
+    if is_dask_array(X):  # on a dask.distributed cluster: starts from zeros (no pretraining)
+        refuse_cluster_pretraining(est)
     if est.public_epochs != "auto" and est.public_epochs > 0:
         X, scale = rescaled_for_public_steps(X, plan.details["public_mask"])
     else:
         scale = 1.0
-    private = LinearGradientOracle(X, y, loss, est.fit_intercept, plan.details["max_grad_norm"])
+    private = linear_oracle(est, X, y, loss, est.fit_intercept, plan.details["max_grad_norm"],
+                            encoded=True)
     return X, scale, private, pretrained(est, X, y, loss, plan, gens[_INIT])

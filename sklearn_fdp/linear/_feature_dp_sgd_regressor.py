@@ -17,6 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._docs import fill_doc
+from .._distributed._dpsgd import cluster_alg1_start
 from .._engine import run_dp_sgd
 from .._mechanisms.fdp import (
     PUBLIC_LOSSES,
@@ -26,6 +27,7 @@ from .._mechanisms.fdp import (
     rescaled_for_public_steps,
     unscale_weights,
 )
+from .._outofcore import is_dask_array
 from .._validation import Interval, StrOptions, _fit_context, atomic_fit
 from ..features import check_label_in_spec
 from ._base import (
@@ -94,12 +96,19 @@ def _run_engine(est, X, theta0, private, public, plan, gens, alpha, scale, bound
 
 def _fit_alg1(est, X, y, loss, plan, gens, bounded):
     """FDP Algorithm 1: clipped, noised ``∇ℓ − ∇ℓ_pub`` plus the noise-free ``∇ℓ_pub``."""
-    X, scale = rescaled_for_public_steps(X, plan.details["public_mask"])
-    private, public = alg1_oracles(
-        X, y, loss, **_public_part(est, plan), max_grad_norm=plan.details["max_grad_norm"],
-        public_batch_size=plan.details["public_batch_size"], public_rng=gens[_PUBLIC],
-        noise=est.noise)
-    theta0 = _pretrained(est, X, y, loss, plan, gens[_INIT])
+    if is_dask_array(X):  # on a dask.distributed cluster: the same steps, sums on the workers
+        scale, private, public, theta0 = cluster_alg1_start(
+            est, X, y, loss, np.zeros((X.shape[1] + int(est.fit_intercept), 1), dtype=X.dtype),
+            **_public_part(est, plan), max_grad_norm=plan.details["max_grad_norm"],
+            public_batch_size=plan.details["public_batch_size"], public_rng=gens[_PUBLIC],
+            noise=est.noise)
+    else:
+        X, scale = rescaled_for_public_steps(X, plan.details["public_mask"])
+        private, public = alg1_oracles(
+            X, y, loss, **_public_part(est, plan), max_grad_norm=plan.details["max_grad_norm"],
+            public_batch_size=plan.details["public_batch_size"], public_rng=gens[_PUBLIC],
+            noise=est.noise)
+        theta0 = _pretrained(est, X, y, loss, plan, gens[_INIT])
     if est.alpha != "auto":
         alpha = float(est.alpha)
     elif est.label_public:
@@ -417,11 +426,12 @@ class FeatureDPSGDRegressor(FeatureDPSGD, BaseDPLinearRegressor):
             X) from the fit's public quantities. An earlier fit is kept.
         """
         check_label_in_spec(self, X, y)
-        X, y = validate_regression_data(self, X, y)
+        X, y = validate_regression_data(self, X, y, cluster=True)
         names, plan, gens = self._plan_feature_fit(X, feature_names)
         t, bounds = scaled_target(self, y)
         loss = regression_loss(self, bounds)
-        run = _METHOD_RUNS[plan.details["method"]](self, X, loss.encode(t), loss, plan, gens,
+        targets = t.astype(np.float64) if is_dask_array(t) else loss.encode(t)  # dask: on a cluster
+        run = _METHOD_RUNS[plan.details["method"]](self, X, targets, loss, plan, gens,
                                                    bounds is not None)
         check_released_finite(self, run.theta, plan, run.max_grad_norm, run.learning_rate,
                               bounds is not None, noise_scale=run.alpha)  # DP values: free

@@ -17,7 +17,8 @@ import numpy as np
 
 from .._budget import calibrate_dpsgd, check_budget_params, dpsgd_schedule
 from .._docs import fill_doc
-from .._engine import LinearGradientOracle, run_dp_sgd
+from .._distributed._dpsgd import linear_oracle, weights_dtype
+from .._engine import run_dp_sgd
 from .._plan import record_plan
 from .._random import spawn_generators
 from .._validation import check_delta_vs_n
@@ -75,11 +76,12 @@ def run_whole_record_dpsgd(est, X, target, loss, plan, n_outputs, learning_rate_
     gens = spawn_generators(est.random_state, 4, noise=est.noise,
                             private_streams=(_SAMPLE, _NOISE))
     clip = float(est.max_grad_norm)
-    oracle = LinearGradientOracle(X, loss.encode(target), loss, est.fit_intercept, clip)
+    # On a dask.distributed cluster the clipped sums are computed by the workers.
+    oracle = linear_oracle(est, X, target, loss, est.fit_intercept, clip)
     n_rows = n_features + int(est.fit_intercept)
     learning_rate = learning_rate_of(plan.noise_multiplier * clip, n_rows)
     result = run_dp_sgd(
-        np.zeros((n_rows, n_outputs), dtype=X.dtype), oracle, n_samples,
+        np.zeros((n_rows, n_outputs), dtype=weights_dtype(est, X)), oracle, n_samples,
         engine_config(est, plan, clip, learning_rate),
         sample_rng=gens[_SAMPLE], noise_rng=gens[_NOISE], callback=epoch_printer(est, plan),
     )
