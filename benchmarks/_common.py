@@ -195,7 +195,7 @@ def peak_rss_mib():
     return float("nan")
 
 
-def run_child(cmd):
+def run_result_child(cmd):
     """Run a benchmark's child process ``cmd``; its last ``RESULT {json}`` line, parsed."""
     import json
     import subprocess

@@ -57,7 +57,7 @@ import numpy as np  # noqa: E402
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from _common import peak_rss_mib, run_child  # noqa: E402  (benchmarks/ is on sys.path)
+from _common import peak_rss_mib, run_result_child  # noqa: E402  (benchmarks/ is on sys.path)
 
 N_BUCKETS = 8192
 N_TEST = 200_000
@@ -326,7 +326,7 @@ def _child(args, mode, **kw):
            "--epochs", str(args.epochs)]
     for k, v in kw.items():
         cmd += [f"--{k.replace('_', '-')}", str(v)]
-    return run_child(cmd)
+    return run_result_child(cmd)
 
 
 def _accuracy_lines(res, acc, B):

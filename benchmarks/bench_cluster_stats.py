@@ -56,7 +56,7 @@ import numpy as np  # noqa: E402
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from _common import peak_rss_mib, run_child  # noqa: E402  (benchmarks/ is on sys.path)
+from _common import peak_rss_mib, run_result_child  # noqa: E402  (benchmarks/ is on sys.path)
 
 D = 100
 PRIVATE = list(range(10))
@@ -173,7 +173,7 @@ def _child(args, **kw):
     cmd = [sys.executable, __file__, "--child", kw.pop("child"), "--folder", str(args.folder)]
     for k, v in kw.items():
         cmd += [f"--{k.replace('_', '-')}", str(v)]
-    return run_child(cmd)
+    return run_result_child(cmd)
 
 
 def _markdown(res):
