@@ -186,17 +186,23 @@ def _hours_model(pipe, weight=200.0, intercept=-60.0):
     final.intercept_ = np.array([intercept])
 
 
+def _fitted_on_corner_data(estimator):
+    """``(X, pipeline)``: the schema pipeline of ``estimator`` fitted on :func:`_corner_data`."""
+    X, y = _corner_data()
+    pipe = make_private_pipeline(make_tabular_preprocessor(SCHEMA),
+                                 estimator(epsilon=1.0, random_state=0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe.fit(X, y)
+    return X, pipe
+
+
 def test_collapse_check_reads_no_row_of_a_whole_record_estimator():
     """DPSGDClassifier protects every column: a warning computed from its training rows
     would print a bit of private data that no accountant saw. It gets the domain check
     only (public_rows_collapse reads nothing and answers None), even where the rows would
     show a collapse."""
-    X, y = _corner_data()
-    pipe = make_private_pipeline(make_tabular_preprocessor(SCHEMA),
-                                 DPSGDClassifier(epsilon=1.0, random_state=0))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        pipe.fit(X, y)
+    X, pipe = _fitted_on_corner_data(DPSGDClassifier)
     _hours_model(pipe)
     assert np.unique(pipe.predict(X)).tolist() == [0]  # collapsed where the data lie
     assert public_rows_collapse(pipe, pipe[0].transform(X)) is None
@@ -210,12 +216,7 @@ def test_collapse_where_the_data_lie_is_found_from_public_columns(estimator):
     """Issue 32 (ii): a model that predicts one class on every training row but two over
     the uniform declared domain. The rows' public columns show it; protected values are
     never read (changing them changes nothing)."""
-    X, y = _corner_data()
-    pipe = make_private_pipeline(make_tabular_preprocessor(SCHEMA),
-                                 estimator(epsilon=1.0, random_state=0))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        pipe.fit(X, y)
+    X, pipe = _fitted_on_corner_data(estimator)
     assert "_collapse_rows" not in pipe.__dict__  # the training rows are not kept
     _hours_model(pipe)
     assert np.unique(pipe.predict(X)).tolist() == [0]
