@@ -30,7 +30,8 @@ Writes ``benchmarks/results/cluster_stats.json`` and ``cluster_stats.md``.
 Run it under ``nice``; the machine's load average before and after is
 recorded (on a shared machine other jobs take cores and inflate times).
 
-Results (in ``benchmarks/results/``): ``cluster_stats.json``, ``cluster_stats.md``.
+Results (in ``benchmarks/results/``): ``cluster_stats.json``, ``cluster_stats.md``; the idle
+1- vs 2-worker rerun on 2,000,000 rows: ``cluster_stats_scaling.json``, ``.md`` (``--out``).
 Quoted in (the sections whose figures come from these files):
 
 * docs/scale.md § "Measured, and projected to 10⁹ rows"
