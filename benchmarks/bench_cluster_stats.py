@@ -31,7 +31,7 @@ Run it under ``nice``; the machine's load average before and after is
 recorded (on a shared machine other jobs take cores and inflate times).
 
 Results (in ``benchmarks/results/``): ``cluster_stats.json``, ``cluster_stats.md``; the idle
-1- vs 2-worker rerun on 2,000,000 rows: ``cluster_stats_scaling.json``, ``.md`` (``--out``).
+rerun of the whole table: ``cluster_stats_idle.json``, ``.md`` (``--out``).
 Quoted in (the sections whose figures come from these files):
 
 * docs/scale.md § "Measured, and projected to 10⁹ rows"
